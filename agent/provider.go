@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Role of a message in the model conversation.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the conversation sent to the model. It mirrors the
+// OpenAI chat-completions message shape so providers translate it 1:1.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+	// ReasoningContent is the model's reasoning (DeepSeek's
+	// reasoning_content) on an assistant message. Providers decide whether to
+	// send it back, following their API's rules.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool-role message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one function call requested by the model.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the raw JSON arguments text exactly as the model produced
+	// it (it may be malformed; the tool reports that).
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec is a tool as offered to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request is one model request.
+type Request struct {
+	Messages []Message `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+}
+
+// FinishReason says why the model stopped.
+type FinishReason string
+
+const (
+	FinishStop      FinishReason = "stop"
+	FinishToolCalls FinishReason = "tool_calls"
+	FinishLength    FinishReason = "length"
+)
+
+// Delta is a piece of streamed output.
+type Delta struct {
+	// Text is visible answer text.
+	Text string
+	// Reasoning is thinking text (shown to the user as a thought).
+	Reasoning string
+}
+
+// Response is the whole assistant answer once the stream ended.
+type Response struct {
+	// Message is the assistant message (content, reasoning, tool calls) to
+	// append to the history.
+	Message      Message
+	FinishReason FinishReason
+}
+
+// Provider streams one model response. It calls emit for each text or
+// reasoning delta as it arrives (from the calling goroutine), then returns the
+// accumulated response. When ctx is cancelled it returns promptly with an
+// error wrapping ctx.Err().
+type Provider interface {
+	Stream(ctx context.Context, req Request, emit func(Delta)) (Response, error)
+}
+
+// ProviderFunc adapts a function to Provider.
+type ProviderFunc func(ctx context.Context, req Request, emit func(Delta)) (Response, error)
+
+func (f ProviderFunc) Stream(ctx context.Context, req Request, emit func(Delta)) (Response, error) {
+	return f(ctx, req, emit)
+}
+
+// ErrProvider marks a model/API failure. Its message is written for a user
+// (what went wrong and what to do) and never contains the API key.
+var ErrProvider = errors.New("model request failed")

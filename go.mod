@@ -1,0 +1,24 @@
+module github.com/dsh-acp/dsh-acp
+
+go 1.26.0
+
+require (
+	github.com/coder/acp-go-sdk v0.13.0
+	github.com/google/go-cmp v0.7.0
+	github.com/google/uuid v1.6.0
+	github.com/openai/openai-go/v3 v3.98.0
+	github.com/sourcegraph/jsonrpc2 v0.2.3
+	go.uber.org/goleak v1.3.0
+	go.uber.org/zap v1.28.0
+	golang.org/x/sys v0.50.0
+	golang.org/x/tools v0.52.0
+)
+
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+)
