@@ -13,6 +13,6 @@ import (
 	_ "go.uber.org/goleak"
 	_ "go.uber.org/zap"
 	_ "go.uber.org/zap/zaptest"
-	_ "golang.org/x/tools/txtar"
 	_ "golang.org/x/sys/unix"
+	_ "golang.org/x/tools/txtar"
 )

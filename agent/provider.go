@@ -49,7 +49,7 @@ type ToolSpec struct {
 
 // Request is one model request.
 type Request struct {
-	Messages []Message `json:"messages"`
+	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
 }
 
