@@ -1,0 +1,113 @@
+package bashtool
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// unavailable stands in for a spill file that could not be written.
+const unavailable = "(unavailable)"
+
+func pathOrUnavailable(p string) string {
+	if p == "" {
+		return unavailable
+	}
+	return p
+}
+
+// withTruncationNote appends the truncation note to a stream's kept tail.
+func withTruncationNote(o executor.Output) string {
+	if !o.Truncated {
+		return o.Text
+	}
+	return o.Text + "\n[output truncated; full output: " + pathOrUnavailable(o.SpillPath) + "]"
+}
+
+// appendStderr adds the [stderr] section, separated by a newline only when
+// the text so far is non-empty and does not already end in one.
+func appendStderr(b *strings.Builder, stderr string) {
+	if stderr == "" {
+		return
+	}
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	b.WriteString("[stderr]\n")
+	b.WriteString(stderr)
+}
+
+// formatRun builds a foreground result's text exactly as tool-text.md does.
+// timeout is the effective timeout, used for the timed-out marker when the
+// executor's result does not carry one.
+func formatRun(r executor.Result, timeout time.Duration) string {
+	var b strings.Builder
+	b.WriteString(withTruncationNote(r.Stdout))
+	appendStderr(&b, withTruncationNote(r.Stderr))
+	if b.Len() == 0 {
+		b.WriteString("(no output)")
+	}
+	var markers []string
+	if r.TimedOut {
+		if r.Timeout > 0 {
+			timeout = r.Timeout
+		}
+		markers = append(markers, fmt.Sprintf("[timed out after %dms]", timeout.Milliseconds()))
+	}
+	switch {
+	case r.Signal != "":
+		markers = append(markers, "[killed by signal: "+r.Signal+"]")
+	case r.ExitCode != 0:
+		markers = append(markers, fmt.Sprintf("[exit code: %d]", r.ExitCode))
+	}
+	if len(markers) > 0 {
+		if !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strings.Join(markers, "\n"))
+	}
+	return b.String()
+}
+
+// formatRead builds bash_output's text: the unread output, a note when part
+// of it was dropped from memory, and one status line.
+func formatRead(r executor.Read) string {
+	var b strings.Builder
+	b.WriteString(r.Stdout.Text)
+	appendStderr(&b, r.Stderr.Text)
+	dropped := r.Stdout.Dropped > 0 || r.Stderr.Dropped > 0
+	if b.Len() == 0 && !dropped {
+		b.WriteString("(no new output)")
+	}
+	if dropped {
+		// With nothing kept the note stands alone: "(no new output)" would
+		// contradict it.
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("[some output was dropped from memory; full output: " +
+			pathOrUnavailable(r.Stdout.SpillPath) + ", " + pathOrUnavailable(r.Stderr.SpillPath) + "]")
+	}
+	b.WriteString("\n" + statusLine(r.Status))
+	return b.String()
+}
+
+// statusLine is the one line that says where a background task is. Failed
+// tasks never reach the model (see the package comment); should one slip
+// through it reads as killed with no signal, the closest true statement
+// tool-text.md offers: the task is not running and produced no exit code.
+func statusLine(s executor.Status) string {
+	switch s.State {
+	case executor.Running:
+		return "[status: running]"
+	case executor.Completed:
+		return fmt.Sprintf("[status: completed, exit code: %d]", s.ExitCode)
+	case executor.Killed:
+		if s.Signal != "" {
+			return "[status: killed by " + s.Signal + "]"
+		}
+	}
+	return "[status: killed]"
+}
