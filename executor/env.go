@@ -1,0 +1,106 @@
+package executor
+
+import (
+	"slices"
+	"strings"
+)
+
+// apiKeyNames are removed from every command's environment whatever
+// KeepEnv says: they hold the model API key the agent itself runs with.
+var apiKeyNames = []string{"DSH_API_KEY", "DEEPSEEK_API_KEY"}
+
+// secretMarkers are matched case-insensitively against variable names. A
+// coding agent's commands rarely need a credential, and a model that can run
+// `env` must not be able to read one.
+var secretMarkers = []string{"KEY", "SECRET", "TOKEN", "PASSWORD"}
+
+// agentEnv is forced on top of the base: no colours or pagers to confuse the
+// model, and nothing that waits for a human to type (stdin is /dev/null and
+// nobody is watching). GIT_EDITOR=true makes `git commit` without -m abort
+// on an empty message instead of opening an editor that never returns.
+var agentEnv = []string{
+	"NO_COLOR=1",
+	"TERM=dumb",
+	"PAGER=cat",
+	"GIT_PAGER=cat",
+	"GIT_TERMINAL_PROMPT=0",
+	"GCM_INTERACTIVE=never",
+	"GIT_EDITOR=true",
+}
+
+// agentUnset are removed so no helper pops up a password dialog.
+var agentUnset = []string{"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS"}
+
+// minContainedSecret is the length from which a secret value is also
+// searched for inside other values (e.g. "Bearer <key>"); shorter ones only
+// match exactly, so a one-letter secret cannot wipe half the environment.
+const minContainedSecret = 8
+
+// buildEnv computes the environment every command gets. It is computed once:
+// the base is a snapshot taken at construction.
+func buildEnv(base, keep, keyNames, secrets []string) []string {
+	always := make(map[string]bool, len(apiKeyNames)+len(keyNames)+len(agentUnset))
+	for _, n := range apiKeyNames {
+		always[n] = true
+	}
+	for _, n := range keyNames {
+		if n != "" {
+			always[n] = true
+		}
+	}
+	for _, n := range agentUnset {
+		always[n] = true
+	}
+	forced := make(map[string]bool, len(agentEnv))
+	for _, kv := range agentEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		forced[name] = true
+	}
+
+	out := make([]string, 0, len(base)+len(agentEnv))
+	seen := make(map[string]bool, len(base))
+	for _, kv := range base {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		// The first occurrence wins, as getenv(3) reads it; a later
+		// duplicate could otherwise smuggle a secret past the checks.
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		switch {
+		case always[name], forced[name]:
+			continue
+		case holdsSecret(value, secrets):
+			continue
+		case looksSecret(name) && !slices.Contains(keep, name):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, agentEnv...)
+}
+
+func looksSecret(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, m := range secretMarkers {
+		if strings.Contains(upper, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func holdsSecret(value string, secrets []string) bool {
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		if value == s || (len(s) >= minContainedSecret && strings.Contains(value, s)) {
+			return true
+		}
+	}
+	return false
+}

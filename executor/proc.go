@@ -1,0 +1,431 @@
+package executor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// proc is one started `bash -c` and the process group it leads.
+//
+// Exactly one goroutine calls cmd.Wait and closes exited. The output pipes
+// are ours (os.Pipe handed to the child as *os.File), so Wait never waits for
+// a copy goroutine that a grandchild keeps alive (golang/go#23019); the two
+// readers end at EOF or when collect sets a read deadline.
+type proc struct {
+	l       *Local
+	cmd     *exec.Cmd
+	started time.Time
+	stdout  *capture
+	stderr  *capture
+	outR    *os.File
+	errR    *os.File
+
+	exited      chan struct{} // closed after cmd.Wait returned
+	readersLeft atomic.Int32
+	readersDone chan struct{} // closed when both readers returned
+	termC       chan struct{} // closed by the first terminate
+
+	// mu guards the fields below.
+	mu      sync.Mutex
+	pgid    int       // 0 until started
+	termAt  time.Time // when SIGTERM was first requested
+	byClose bool      // Close asked for the termination
+	gone    bool      // the group is known empty: never signal it again (pid reuse)
+}
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// begin counts a new operation for Close to wait on, unless closed.
+func (l *Local) begin() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.wg.Add(1)
+	return nil
+}
+
+// spawn starts spec. The caller must hold a wg count (begin). label names
+// the spill files; unreadBytes > 0 gives the streams a background read queue.
+func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
+	fi, err := os.Stat(spec.Workdir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("workdir %s does not exist", spec.Workdir)
+	case err != nil:
+		return nil, fmt.Errorf("workdir %s: %w", spec.Workdir, err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("workdir %s is not a directory", spec.Workdir)
+	}
+	shell, err := l.shellPath()
+	if err != nil {
+		return nil, err
+	}
+
+	p := &proc{
+		l:           l,
+		exited:      make(chan struct{}),
+		readersDone: make(chan struct{}),
+		termC:       make(chan struct{}),
+	}
+	var obsOut, obsErr func([]byte)
+	if obs := spec.Observe; obs != nil {
+		obsOut = func(b []byte) { obs(Stdout, b) }
+		obsErr = func(b []byte) { obs(Stderr, b) }
+	}
+	p.stdout = newCapture(label+"-stdout", l.opts.TailBytes, unreadBytes, l.spillFile, l.logger, obsOut)
+	p.stderr = newCapture(label+"-stderr", l.opts.TailBytes, unreadBytes, l.spillFile, l.logger, obsErr)
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		_ = outR.Close()
+		_ = outW.Close()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	p.outR, p.errR = outR, errR
+
+	p.cmd = &exec.Cmd{
+		Path:   shell,
+		Args:   []string{"bash", "-c", spec.Command},
+		Dir:    spec.Workdir,
+		Env:    l.env,
+		Stdout: outW,
+		Stderr: errW,
+		// Setsid rather than only Setpgid: the new session is also a new
+		// process group (pgid == pid) and has no controlling terminal, so
+		// ssh, sudo or gpg cannot open /dev/tty and wait for a password
+		// nobody will type.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+
+	// Registering under the lock that Close takes guarantees Close either
+	// sees this proc (and terminates it) or we see closed.
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		closeAll(outR, outW, errR, errW)
+		return nil, ErrClosed
+	}
+	l.procs[p] = struct{}{}
+	l.mu.Unlock()
+
+	err = p.cmd.Start()
+	// The child has its copies; ours must go or the readers never see EOF.
+	closeAll(outW, errW)
+	if err != nil {
+		closeAll(outR, errR)
+		l.forget(p)
+		return nil, fmt.Errorf("start bash: %w", err)
+	}
+	p.started = time.Now()
+	p.mu.Lock()
+	p.pgid = p.cmd.Process.Pid
+	if !p.termAt.IsZero() {
+		// Close came between registration and Start.
+		p.signal(unix.SIGTERM)
+	}
+	p.mu.Unlock()
+
+	go func() {
+		_ = p.cmd.Wait() // the status is read from ProcessState
+		close(p.exited)
+	}()
+	p.readersLeft.Store(2)
+	go p.read(outR, p.stdout)
+	go p.read(errR, p.stderr)
+	return p, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+func (l *Local) shellPath() (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shell != "" {
+		return l.shell, nil
+	}
+	name := l.opts.Shell
+	if name == "" {
+		name = "bash"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("start bash: %w", err)
+	}
+	l.shell = path
+	return path, nil
+}
+
+func (l *Local) forget(p *proc) {
+	l.mu.Lock()
+	delete(l.procs, p)
+	l.mu.Unlock()
+}
+
+func (p *proc) read(f *os.File, c *capture) {
+	bp := readBufs.Get().(*[]byte)
+	buf := *bp
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			_, _ = c.Write(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	readBufs.Put(bp)
+	_ = f.Close()
+	if p.readersLeft.Add(-1) == 0 {
+		close(p.readersDone)
+	}
+}
+
+// waitLeader returns when the shell has exited. abort and timeout (either may
+// be nil) call fire once each; a terminate, whoever asked for it, arms the
+// SIGKILL that follows after the grace.
+func (p *proc) waitLeader(abort <-chan struct{}, timeout <-chan time.Time, fire func(byTimer bool)) {
+	termC := p.termC
+	var killTimer *time.Timer
+	var killC <-chan time.Time
+	defer func() {
+		if killTimer != nil {
+			killTimer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-p.exited:
+			return
+		case <-timeout:
+			timeout = nil
+			fire(true)
+		case <-abort:
+			abort = nil
+			fire(false)
+		case <-termC:
+			termC = nil
+			p.mu.Lock()
+			left := p.l.opts.KillGrace - time.Since(p.termAt)
+			p.mu.Unlock()
+			killTimer = time.NewTimer(max(left, 0))
+			killC = killTimer.C
+		case <-killC:
+			killC = nil
+			p.kill()
+		}
+	}
+}
+
+// collect waits for the output pipes after the shell exited. Whatever still
+// holds them after LeftoverGrace was left behind by the command: it is
+// terminated and the pipes stop being read.
+func (p *proc) collect() {
+	grace := time.NewTimer(p.l.opts.LeftoverGrace)
+	defer grace.Stop()
+	select {
+	case <-p.readersDone:
+	case <-grace.C:
+		p.l.logger.Debug("output held open after exit; terminating leftovers", zap.Int("pgid", p.pgid))
+		p.terminate(false)
+		now := time.Now()
+		_ = p.outR.SetReadDeadline(now)
+		_ = p.errR.SetReadDeadline(now)
+		<-p.readersDone
+	}
+	p.stdout.finish()
+	p.stderr.finish()
+}
+
+// exit decodes the shell's wait status.
+func (p *proc) exit() (code int, signal string) {
+	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok {
+		return p.cmd.ProcessState.ExitCode(), ""
+	}
+	if ws.Signaled() {
+		return -1, unix.SignalName(ws.Signal())
+	}
+	return ws.ExitStatus(), ""
+}
+
+// terminate sends SIGTERM to the group once; later calls do not restart the
+// escalation. It reports whether this call started it.
+func (p *proc) terminate(byClose bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if byClose {
+		p.byClose = true
+	}
+	if !p.termAt.IsZero() || p.gone {
+		return false
+	}
+	p.termAt = time.Now()
+	if p.pgid > 0 {
+		p.signal(unix.SIGTERM)
+	}
+	close(p.termC)
+	return true
+}
+
+func (p *proc) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.signal(unix.SIGKILL)
+}
+
+// signal sends sig to the group; p.mu must be held.
+func (p *proc) signal(sig unix.Signal) {
+	if p.gone || p.pgid <= 0 {
+		return
+	}
+	err := unix.Kill(-p.pgid, sig)
+	if sig == unix.SIGTERM && err == nil {
+		// A stopped process would hold SIGTERM pending until continued.
+		_ = unix.Kill(-p.pgid, unix.SIGCONT)
+	}
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		p.l.logger.Warn("signal process group", zap.Int("pgid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
+	}
+}
+
+func (p *proc) closing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byClose
+}
+
+// checkGone marks the group gone if it is, and reports it.
+func (p *proc) checkGone() bool {
+	p.mu.Lock()
+	gone, pgid := p.gone, p.pgid
+	p.mu.Unlock()
+	if gone {
+		return true
+	}
+	if groupAlive(pgid) {
+		return false
+	}
+	p.mu.Lock()
+	p.gone = true
+	p.mu.Unlock()
+	p.l.forget(p)
+	return true
+}
+
+// reapLater makes sure the group of a finished foreground run goes away
+// without making the caller wait for it. The caller holds a wg count.
+func (l *Local) reapLater(p *proc) {
+	if p.checkGone() {
+		return
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		p.reap()
+	}()
+}
+
+// reap terminates whatever is left of the group after the shell exited and
+// returns when the group is gone. Nothing announces the death of processes
+// that are not our children, so this polls, backing off to 50ms.
+func (p *proc) reap() {
+	if p.checkGone() {
+		return
+	}
+	p.terminate(false)
+	wait := 2 * time.Millisecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for !p.checkGone() {
+		p.mu.Lock()
+		if time.Since(p.termAt) >= p.l.opts.KillGrace {
+			p.signal(unix.SIGKILL)
+		}
+		p.mu.Unlock()
+		t.Reset(wait)
+		<-t.C
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// groupAlive reports whether process group pgid has a member that can still
+// run. Zombies do not count: one whose new parent never reaps it (a PID 1
+// that does not wait) would otherwise keep the group alive for ever.
+func groupAlive(pgid int) bool {
+	if pgid <= 0 {
+		return false
+	}
+	if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	live, err := liveMembers(pgid)
+	if err != nil {
+		return true // cannot tell; assume the worst and keep trying
+	}
+	return len(live) > 0
+}
+
+// liveMembers lists the non-zombie processes of group pgid from /proc.
+func liveMembers(pgid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, pg, ok := procStat(pid)
+		if ok && pg == pgid && state != 'Z' && state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// procStat reads the state and process group of pid from /proc/pid/stat.
+func procStat(pid int) (state byte, pgid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name may contain anything, ')' included: fields start
+	// after the last one. Then: state ppid pgrp.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	pg, err := strconv.Atoi(string(f[2]))
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], pg, true
+}

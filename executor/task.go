@@ -1,0 +1,179 @@
+package executor
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+)
+
+// task is a background command. Tasks are kept for the executor's lifetime:
+// the owner must outlive the process so a later read is still fenced.
+type task struct {
+	id      string
+	owner   string
+	command string
+	workdir string
+	p       *proc // nil when the command could not start
+
+	// mu guards status.
+	mu     sync.Mutex
+	status Status
+}
+
+func (t *task) getStatus() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status
+}
+
+func (t *task) info() TaskInfo {
+	return TaskInfo{ID: t.id, Owner: t.owner, Command: t.command, Workdir: t.workdir, Status: t.getStatus()}
+}
+
+// Start runs spec in the background. See Executor.Start.
+func (l *Local) Start(spec Spec) (string, error) {
+	spec.Timeout = 0 // background tasks have none; do not let Resolve judge it
+	spec, err := l.Resolve(spec)
+	if err != nil {
+		return "", err
+	}
+	spec.Timeout = 0
+	spec.Observe = nil
+
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return "", ErrClosed
+	}
+	l.nextTask++
+	id := "bash-" + strconv.Itoa(l.nextTask)
+	t := &task{id: id, owner: spec.Owner, command: spec.Command, workdir: spec.Workdir, status: Status{State: Running}}
+	l.tasks[id] = t
+	// Counted before the lock is released so Close waits for this task's
+	// end to be delivered, whatever happens next.
+	l.wg.Add(1)
+	l.mu.Unlock()
+
+	p, err := l.spawn(spec, id, l.opts.UnreadBytes)
+	if err != nil {
+		go func() {
+			defer l.wg.Done()
+			l.finish(t, Status{State: Failed, Err: err})
+		}()
+		return id, fmt.Errorf("start %s: %w", id, err)
+	}
+	// The id is predictable, so a Read may already be looking at t.
+	t.mu.Lock()
+	t.p = p
+	t.mu.Unlock()
+	go l.supervise(t)
+	return id, nil
+}
+
+func (l *Local) supervise(t *task) {
+	defer l.wg.Done()
+	p := t.proc()
+	p.waitLeader(nil, nil, nil)
+	p.collect()
+	p.stdout.releaseTail()
+	p.stderr.releaseTail()
+	st := Status{State: Completed}
+	st.ExitCode, st.Signal = p.exit()
+	if st.Signal != "" {
+		st.State = Killed
+	}
+	l.finish(t, st)
+	p.reap()
+}
+
+func (t *task) proc() *proc {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.p
+}
+
+// finish records a task's end and tells the subscribers, exactly once.
+func (l *Local) finish(t *task, st Status) {
+	t.mu.Lock()
+	t.status = st
+	t.mu.Unlock()
+	l.notify(TaskEnd{ID: t.id, Owner: t.owner, Status: st})
+}
+
+func (l *Local) lookup(id string) (*task, error) {
+	l.mu.Lock()
+	t, ok := l.tasks[id]
+	l.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("task %q: %w", id, ErrUnknownTask)
+	}
+	return t, nil
+}
+
+// Info describes a task without consuming its output.
+func (l *Local) Info(id string) (TaskInfo, error) {
+	t, err := l.lookup(id)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	return t.info(), nil
+}
+
+// Read returns the output produced since the previous Read.
+func (l *Local) Read(id string) (Read, error) {
+	t, err := l.lookup(id)
+	if err != nil {
+		return Read{}, err
+	}
+	// Status first: once it says finished, the streams are complete, so the
+	// chunks taken next hold everything.
+	r := Read{Status: t.getStatus()}
+	if p := t.proc(); p != nil {
+		r.Stdout = p.stdout.take()
+		r.Stderr = p.stderr.take()
+	}
+	return r, nil
+}
+
+// Kill starts SIGTERM→SIGKILL on the task's group and returns at once.
+func (l *Local) Kill(id string) (KillResult, error) {
+	t, err := l.lookup(id)
+	if err != nil {
+		return KillResult{}, err
+	}
+	st := t.getStatus()
+	p := t.proc()
+	if st.State != Running || p == nil {
+		return KillResult{AlreadyFinished: true, Status: st}, nil
+	}
+	p.terminate(false)
+	return KillResult{Status: t.getStatus()}, nil
+}
+
+// KillOwned kills every running task of owner and returns how many it
+// signalled. An empty owner matches nothing: unowned tasks belong to no
+// session whose end could justify killing them.
+func (l *Local) KillOwned(owner string) int {
+	if owner == "" {
+		return 0
+	}
+	l.mu.Lock()
+	var mine []*task
+	for _, t := range l.tasks {
+		if t.owner == owner {
+			mine = append(mine, t)
+		}
+	}
+	l.mu.Unlock()
+	n := 0
+	for _, t := range mine {
+		p := t.proc()
+		if p == nil || t.getStatus().State != Running {
+			continue
+		}
+		if p.terminate(false) {
+			n++
+		}
+	}
+	return n
+}
