@@ -1,0 +1,133 @@
+// Package acp is the Agent Client Protocol surface of dsh-acp. It only
+// translates: requests become calls on the session registry and the agent
+// loop; agent events become session/update notifications; permission
+// questions become session/request_permission requests.
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/permission"
+	"github.com/dsh-acp/dsh-acp/sessions"
+)
+
+var _ acpsdk.Agent = (*Agent)(nil)
+
+// client is what the agent needs of the connection to the editor.
+type client interface {
+	SessionUpdate(ctx context.Context, n acpsdk.SessionNotification) error
+	RequestPermission(ctx context.Context, r acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error)
+}
+
+// Options configure an Agent.
+type Options struct {
+	// Sessions is the registry every session lives in. Required.
+	Sessions *sessions.Registry
+	// Loop runs turns. Required.
+	Loop *agent.Loop
+	// Rules are the --allow/--deny rules checked before anyone is asked.
+	Rules permission.Rules
+	// Name and Version are advertised in initialize.
+	Name    string
+	Version string
+	// UpdateInterval is the least time between two live-output updates of a
+	// running command; zero means 200ms.
+	UpdateInterval time.Duration
+	// FinalUpdateTimeout bounds updates sent after a turn was cancelled;
+	// zero means 5s.
+	FinalUpdateTimeout time.Duration
+	Logger             *zap.Logger
+}
+
+// Agent implements the SDK's Agent interface.
+type Agent struct {
+	opts Options
+	log  *zap.Logger
+
+	// mu guards conn and terminalOutput.
+	mu   sync.Mutex
+	conn client
+	// terminalOutput: the client announced Zed's display-only terminal
+	// (clientCapabilities._meta.terminal_output).
+	terminalOutput bool
+}
+
+// New returns an Agent; call Serve to run it over a connection.
+func New(opts Options) (*Agent, error) {
+	if opts.Sessions == nil || opts.Loop == nil {
+		return nil, errors.New("acp: Sessions and Loop are required")
+	}
+	if opts.UpdateInterval <= 0 {
+		opts.UpdateInterval = 200 * time.Millisecond
+	}
+	if opts.FinalUpdateTimeout <= 0 {
+		opts.FinalUpdateTimeout = 5 * time.Second
+	}
+	if opts.Name == "" {
+		opts.Name = "dsh-acp"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Agent{opts: opts, log: log}, nil
+}
+
+// Serve speaks ACP over in/out until the peer closes in or ctx is done, then
+// cancels every turn and closes every session. Only protocol frames are
+// written to out. Malformed lines are answered with JSON-RPC parse errors
+// (the SDK would drop them silently).
+func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	w := &lockedWriter{w: out}
+	filtered := filterInput(in, w, a.log)
+	conn := acpsdk.NewAgentSideConnection(a, w, filtered)
+	conn.SetLogger(newSlogger(a.log.Named("sdk")))
+	a.mu.Lock()
+	a.conn = conn
+	a.mu.Unlock()
+
+	select {
+	case <-conn.Done():
+		a.log.Info("client disconnected")
+	case <-ctx.Done():
+		a.log.Info("shutting down", zap.Error(context.Cause(ctx)))
+	}
+	a.opts.Sessions.CloseAll()
+	return nil
+}
+
+func (a *Agent) client() client {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.conn
+}
+
+// SetClient connects the agent to a client without Serve (for callers that
+// build the SDK connection themselves, like the headless runner).
+func (a *Agent) SetClient(c client) {
+	a.mu.Lock()
+	a.conn = c
+	a.mu.Unlock()
+}
+
+func (a *Agent) sessionLogger(id string) *zap.Logger {
+	return a.log.With(zap.String("session", id))
+}
+
+// recoverTo turns a panic in a handler into an internal error, so one bad
+// request cannot take the process (and every other session) down.
+func (a *Agent) recoverTo(method string, err *error) {
+	if r := recover(); r != nil {
+		a.log.Error("handler panicked", zap.String("method", method), zap.Any("panic", r), zap.Stack("stack"))
+		*err = acpsdk.NewInternalError(map[string]any{"error": fmt.Sprintf("internal error in %s", method)})
+	}
+}

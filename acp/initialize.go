@@ -1,0 +1,42 @@
+package acp
+
+import (
+	"context"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+)
+
+// Initialize negotiates the protocol version and advertises only what we
+// really do: text prompts with embedded context (no images or audio, which
+// the model path does not carry) and session/close.
+func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp acpsdk.InitializeResponse, err error) {
+	defer a.recoverTo("initialize", &err)
+	terminal := false
+	if v, ok := p.ClientCapabilities.Meta["terminal_output"].(bool); ok {
+		terminal = v
+	}
+	a.mu.Lock()
+	a.terminalOutput = terminal
+	a.mu.Unlock()
+	a.log.Info("initialize",
+		zap.Int("client_protocol_version", int(p.ProtocolVersion)),
+		zap.Bool("terminal_output", terminal))
+	return acpsdk.InitializeResponse{
+		ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
+		AgentCapabilities: acpsdk.AgentCapabilities{
+			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: acpsdk.SessionCapabilities{
+				Close: &acpsdk.SessionCloseCapabilities{},
+			},
+		},
+		AuthMethods: []acpsdk.AuthMethod{},
+	}, nil
+}
+
+// Authenticate accepts: no auth methods are advertised; the model key comes
+// from the environment.
+func (a *Agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
+	return acpsdk.AuthenticateResponse{}, nil
+}

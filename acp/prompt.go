@@ -1,0 +1,92 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// Prompt runs one turn. A newer prompt on the same session supersedes this
+// one (it ends "cancelled" before the newer one starts); other sessions are
+// never blocked by it.
+func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk.PromptResponse, err error) {
+	defer a.recoverTo("session/prompt", &err)
+	s, err := a.opts.Sessions.Get(string(p.SessionId))
+	if err != nil {
+		return acpsdk.PromptResponse{}, toRequestError(err)
+	}
+	log := a.sessionLogger(s.ID)
+	conn := a.client()
+	if conn == nil {
+		return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": "no client connection"})
+	}
+
+	tctx, end, err := s.BeginTurn(ctx)
+	if err != nil {
+		return acpsdk.PromptResponse{}, toRequestError(err)
+	}
+	defer end()
+	if tctx.Err() != nil {
+		log.Info("prompt superseded before it started", zap.Error(context.Cause(tctx)))
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+	}
+
+	a.mu.Lock()
+	terminal := a.terminalOutput
+	a.mu.Unlock()
+	ui := newTurnUI(conn, p.SessionId, terminal, a.opts.UpdateInterval, context.WithoutCancel(ctx), log)
+	defer ui.close()
+
+	log.Info("prompt started")
+	out, runErr := a.opts.Loop.Run(tctx, agent.Turn{
+		Caller:   tools.Caller{SessionID: s.ID, Cwd: s.Cwd},
+		History:  s.History(),
+		Prompt:   promptText(p.Prompt),
+		Notices:  s.DrainNotices,
+		Approver: a.approver(s, conn, log),
+		Emit:     ui.handle,
+	})
+	// History is appended before end() lets a superseding turn start, so the
+	// next turn sees this one's messages.
+	s.Append(out.Messages...)
+	if runErr != nil {
+		log.Warn("prompt failed", zap.Error(runErr))
+		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32603, Message: runErr.Error()}
+	}
+	if out.Stop == agent.StopCancelled {
+		log.Info("prompt cancelled", zap.Error(context.Cause(tctx)))
+	} else {
+		log.Info("prompt finished", zap.String("stop_reason", string(out.Stop)))
+	}
+	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(out.Stop)}, nil
+}
+
+// promptText flattens the prompt's blocks into the user message: text as
+// is, embedded text resources inlined with their URI, links by name and URI.
+func promptText(blocks []acpsdk.ContentBlock) string {
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+			r := b.Resource.Resource.TextResourceContents
+			parts = append(parts, fmt.Sprintf("<context uri=%q>\n%s\n</context>", r.Uri, strings.TrimRight(r.Text, "\n")))
+		case b.Resource != nil && b.Resource.Resource.BlobResourceContents != nil:
+			parts = append(parts, fmt.Sprintf("[binary resource %s omitted]", b.Resource.Resource.BlobResourceContents.Uri))
+		case b.ResourceLink != nil:
+			parts = append(parts, fmt.Sprintf("[@%s](%s)", b.ResourceLink.Name, b.ResourceLink.Uri))
+		case b.Image != nil:
+			parts = append(parts, "[image omitted: this agent does not read images]")
+		case b.Audio != nil:
+			parts = append(parts, "[audio omitted: this agent does not read audio]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}

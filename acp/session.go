@@ -1,0 +1,97 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/sessions"
+)
+
+var modes = []acpsdk.SessionMode{
+	{Id: acpsdk.SessionModeId(sessions.ModeAsk), Name: "Ask", Description: acpsdk.Ptr("Ask before running each command, unless an --allow rule or an earlier \"always\" covers it.")},
+	{Id: acpsdk.SessionModeId(sessions.ModeAuto), Name: "Auto", Description: acpsdk.Ptr("Run commands without asking (--deny rules still apply).")},
+}
+
+// NewSession registers a session for an absolute, existing cwd.
+func (a *Agent) NewSession(_ context.Context, p acpsdk.NewSessionRequest) (resp acpsdk.NewSessionResponse, err error) {
+	defer a.recoverTo("session/new", &err)
+	s, err := a.opts.Sessions.Create(p.Cwd)
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, toRequestError(err)
+	}
+	log := a.sessionLogger(s.ID)
+	log.Info("session created", zap.String("cwd", s.Cwd))
+	if len(p.McpServers) > 0 {
+		log.Warn("mcpServers are not supported yet; ignoring them", zap.Int("count", len(p.McpServers)))
+	}
+	return acpsdk.NewSessionResponse{
+		SessionId: acpsdk.SessionId(s.ID),
+		Modes: &acpsdk.SessionModeState{
+			AvailableModes: modes,
+			CurrentModeId:  acpsdk.SessionModeId(s.Mode()),
+		},
+	}, nil
+}
+
+// Cancel stops the session's turn and returns at once: the SDK handles
+// notifications one at a time, so waiting here would stall every session.
+func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) (err error) {
+	defer a.recoverTo("session/cancel", &err)
+	s, err := a.opts.Sessions.Get(string(p.SessionId))
+	if err != nil {
+		return toRequestError(err)
+	}
+	a.sessionLogger(s.ID).Info("cancel requested")
+	s.Cancel()
+	return nil
+}
+
+// CloseSession cancels the turn, kills the session's background tasks and
+// forgets the session.
+func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (resp acpsdk.CloseSessionResponse, err error) {
+	defer a.recoverTo("session/close", &err)
+	if err := a.opts.Sessions.Close(string(p.SessionId)); err != nil {
+		return acpsdk.CloseSessionResponse{}, toRequestError(err)
+	}
+	a.sessionLogger(string(p.SessionId)).Info("session closed")
+	return acpsdk.CloseSessionResponse{}, nil
+}
+
+// SetSessionMode switches between ask and auto.
+func (a *Agent) SetSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (resp acpsdk.SetSessionModeResponse, err error) {
+	defer a.recoverTo("session/set_mode", &err)
+	s, err := a.opts.Sessions.Get(string(p.SessionId))
+	if err != nil {
+		return acpsdk.SetSessionModeResponse{}, toRequestError(err)
+	}
+	if err := s.SetMode(sessions.Mode(p.ModeId)); err != nil {
+		return acpsdk.SetSessionModeResponse{}, acpsdk.NewInvalidParams(map[string]any{
+			"error": fmt.Sprintf("unknown mode %q: expected %q or %q", p.ModeId, sessions.ModeAsk, sessions.ModeAuto),
+		})
+	}
+	a.sessionLogger(s.ID).Info("mode changed", zap.String("mode", string(p.ModeId)))
+	return acpsdk.SetSessionModeResponse{}, nil
+}
+
+// codeResourceNotFound is ACP's "resource not found" error code.
+const codeResourceNotFound = -32002
+
+// toRequestError maps our sentinels to protocol errors at this one edge.
+func toRequestError(err error) error {
+	var re *acpsdk.RequestError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.Is(err, sessions.ErrNotFound):
+		return &acpsdk.RequestError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error()}
+	case errors.Is(err, sessions.ErrInvalidCwd):
+		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	case errors.Is(err, sessions.ErrClosed):
+		return &acpsdk.RequestError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error()}
+	}
+	return &acpsdk.RequestError{Code: -32603, Message: err.Error()}
+}

@@ -1,0 +1,286 @@
+package acp
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// liveTail bounds what is kept of a running command's output for display;
+// the model's copy is bounded separately by the executor.
+const liveTail = 32 << 10
+
+// turnUI translates one turn's agent events into session/update
+// notifications. Live output arrives on executor goroutines and is only
+// buffered there; a per-command ticker coalesces it into a few updates per
+// second, so a noisy build never floods the editor or stalls the pipe.
+type turnUI struct {
+	conn     client
+	sid      acpsdk.SessionId
+	terminal bool
+	interval time.Duration
+	// ctx outlives the turn's cancel: final updates after a cancel must
+	// still reach the client (the SDK drops sends on a done context).
+	ctx context.Context
+	log *zap.Logger
+
+	// sendMu orders sends from the turn goroutine and the tickers.
+	sendMu sync.Mutex
+
+	// mu guards live.
+	mu   sync.Mutex
+	live map[string]*liveCall
+}
+
+type liveCall struct {
+	info agent.CallInfo
+	// tail is the output so far (text mode), bounded by liveTail.
+	tail []byte
+	// pending is output not yet sent (terminal mode), bounded by liveTail.
+	pending []byte
+	dirty   bool
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+func newTurnUI(conn client, sid acpsdk.SessionId, terminal bool, interval time.Duration, ctx context.Context, log *zap.Logger) *turnUI {
+	return &turnUI{conn: conn, sid: sid, terminal: terminal, interval: interval, ctx: ctx, log: log, live: map[string]*liveCall{}}
+}
+
+func (u *turnUI) send(up acpsdk.SessionUpdate) {
+	u.sendMu.Lock()
+	defer u.sendMu.Unlock()
+	if err := u.conn.SessionUpdate(u.ctx, acpsdk.SessionNotification{SessionId: u.sid, Update: up}); err != nil {
+		u.log.Debug("session update not delivered", zap.Error(err))
+	}
+}
+
+// handle is the agent's Emit. It must not block for EventToolOutput.
+func (u *turnUI) handle(e agent.Event) {
+	switch e.Kind {
+	case agent.EventText:
+		u.send(acpsdk.UpdateAgentMessageText(e.Text))
+	case agent.EventThought:
+		u.send(acpsdk.UpdateAgentThoughtText(e.Text))
+	case agent.EventToolCall:
+		u.send(u.startCall(e.Call))
+	case agent.EventToolRunning:
+		u.send(acpsdk.UpdateToolCall(acpsdk.ToolCallId(e.Call.ID), acpsdk.WithUpdateStatus(acpsdk.ToolCallStatusInProgress)))
+		u.startLive(e.Call)
+	case agent.EventToolOutput:
+		u.output(e.Call.ID, e.Data)
+	case agent.EventToolResult:
+		u.stopLive(e.Call.ID, true)
+		u.send(u.finishCall(e.Call, e.Result))
+	}
+}
+
+func (u *turnUI) usesTerminal(c agent.CallInfo) bool {
+	return u.terminal && c.Display.Kind == string(acpsdk.ToolKindExecute)
+}
+
+func descriptionContent(c agent.CallInfo) []acpsdk.ToolCallContent {
+	if c.Display.Description == "" {
+		return nil
+	}
+	return []acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(c.Display.Description))}
+}
+
+func (u *turnUI) startCall(c agent.CallInfo) acpsdk.SessionUpdate {
+	kind := acpsdk.ToolKind(c.Display.Kind)
+	if kind == "" {
+		kind = acpsdk.ToolKindOther
+	}
+	title := c.Display.Title
+	if title == "" {
+		title = c.Name
+	}
+	up := acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title,
+		acpsdk.WithStartKind(kind),
+		acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
+		acpsdk.WithStartRawInput(rawInput(c.Args)),
+		acpsdk.WithStartContent(descriptionContent(c)),
+	)
+	if u.usesTerminal(c) {
+		up.ToolCall.Content = append(up.ToolCall.Content, acpsdk.ToolTerminalRef(c.ID))
+		up.ToolCall.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": c.ID, "cwd": c.Display.Cwd}}
+	}
+	return up
+}
+
+func (u *turnUI) startLive(c agent.CallInfo) {
+	lc := &liveCall{info: c, stop: make(chan struct{}), stopped: make(chan struct{})}
+	u.mu.Lock()
+	u.live[c.ID] = lc
+	u.mu.Unlock()
+	go func() {
+		defer close(lc.stopped)
+		t := time.NewTicker(u.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-lc.stop:
+				return
+			case <-t.C:
+				u.flush(lc)
+			}
+		}
+	}()
+}
+
+// output buffers live output; it runs on executor goroutines and only
+// copies bytes under a short lock.
+func (u *turnUI) output(id string, p []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	lc := u.live[id]
+	if lc == nil {
+		return
+	}
+	if u.usesTerminal(lc.info) {
+		lc.pending = appendTail(lc.pending, p, liveTail)
+	} else {
+		lc.tail = appendTail(lc.tail, p, liveTail)
+	}
+	lc.dirty = true
+}
+
+// appendTail appends p and keeps at most max bytes, the newest.
+func appendTail(buf, p []byte, max int) []byte {
+	if len(p) >= max {
+		return append(buf[:0], p[len(p)-max:]...)
+	}
+	if over := len(buf) + len(p) - max; over > 0 {
+		buf = append(buf[:0], buf[over:]...)
+	}
+	return append(buf, p...)
+}
+
+func (u *turnUI) flush(lc *liveCall) {
+	u.mu.Lock()
+	if !lc.dirty {
+		u.mu.Unlock()
+		return
+	}
+	lc.dirty = false
+	var up acpsdk.SessionUpdate
+	if u.usesTerminal(lc.info) {
+		data := validUTF8Prefix(lc.pending)
+		lc.pending = append(lc.pending[:0], lc.pending[len(data):]...)
+		up = acpsdk.UpdateToolCall(acpsdk.ToolCallId(lc.info.ID))
+		up.ToolCallUpdate.Meta = map[string]any{"terminal_output": map[string]any{"terminal_id": lc.info.ID, "data": string(data)}}
+	} else {
+		text := strings.ToValidUTF8(string(lc.tail), "")
+		up = acpsdk.UpdateToolCall(acpsdk.ToolCallId(lc.info.ID),
+			acpsdk.WithUpdateContent(append(descriptionContent(lc.info), fenced(text))))
+	}
+	u.mu.Unlock()
+	u.send(up)
+}
+
+// validUTF8Prefix returns p up to the last complete rune, so a rune split
+// across two reads is sent whole in the next update.
+func validUTF8Prefix(p []byte) []byte {
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:]) {
+				return p[:i]
+			}
+			return p
+		}
+	}
+	return p
+}
+
+// stopLive stops the call's ticker and, if asked, flushes what is buffered,
+// so no live update can follow the final one.
+func (u *turnUI) stopLive(id string, flush bool) {
+	u.mu.Lock()
+	lc := u.live[id]
+	delete(u.live, id)
+	u.mu.Unlock()
+	if lc == nil {
+		return
+	}
+	close(lc.stop)
+	<-lc.stopped
+	if flush && u.usesTerminal(lc.info) {
+		u.flush(lc)
+	}
+}
+
+// close stops every ticker still running (a turn that ended abnormally).
+func (u *turnUI) close() {
+	u.mu.Lock()
+	ids := make([]string, 0, len(u.live))
+	for id := range u.live {
+		ids = append(ids, id)
+	}
+	u.mu.Unlock()
+	for _, id := range ids {
+		u.stopLive(id, false)
+	}
+}
+
+// rawOutput is the structured result the editor gets beside the text.
+type rawOutput struct {
+	ExitCode   *int     `json:"exitCode,omitempty"`
+	Signal     string   `json:"signal,omitempty"`
+	TimedOut   bool     `json:"timedOut,omitempty"`
+	Truncated  bool     `json:"truncated,omitempty"`
+	SpillPaths []string `json:"spillPaths,omitempty"`
+	TaskID     string   `json:"taskId,omitempty"`
+	Cwd        string   `json:"cwd,omitempty"`
+	IsError    bool     `json:"isError,omitempty"`
+}
+
+func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result) acpsdk.SessionUpdate {
+	d := r.Display
+	status := acpsdk.ToolCallStatusCompleted
+	if r.IsError || (d.ExitCode != nil && *d.ExitCode != 0) || d.Signal != "" || d.TimedOut {
+		status = acpsdk.ToolCallStatusFailed
+	}
+	out := rawOutput{
+		ExitCode: d.ExitCode, Signal: d.Signal, TimedOut: d.TimedOut, Truncated: d.Truncated,
+		SpillPaths: d.SpillPaths, TaskID: d.TaskID, Cwd: d.Cwd, IsError: r.IsError,
+	}
+	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID),
+		acpsdk.WithUpdateStatus(status),
+		acpsdk.WithUpdateRawOutput(out),
+	)
+	if u.usesTerminal(c) {
+		var code any
+		if d.ExitCode != nil {
+			code = *d.ExitCode
+		}
+		var sig any
+		if d.Signal != "" {
+			sig = d.Signal
+		}
+		up.ToolCallUpdate.Meta = map[string]any{"terminal_exit": map[string]any{"terminal_id": c.ID, "exit_code": code, "signal": sig}}
+		return up
+	}
+	up.ToolCallUpdate.Content = append(descriptionContent(c), fenced(r.Text))
+	return up
+}
+
+// fenced shows text in a ```console block whose fence is longer than any
+// run of backticks inside it, so command output cannot close it early.
+func fenced(text string) acpsdk.ToolCallContent {
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return acpsdk.ToolContent(acpsdk.TextBlock(fence + "console\n" + text + fence))
+}

@@ -1,0 +1,307 @@
+// Package sessions is the registry of live sessions: each has an id, a
+// working directory, its conversation history, its permission memory, the
+// completion notices queued for its next model request, and at most one turn
+// in flight. It knows nothing of JSON-RPC.
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+)
+
+// Sentinel errors, mapped to protocol errors at the protocol edge.
+var (
+	ErrNotFound   = errors.New("session not found")
+	ErrInvalidCwd = errors.New("invalid cwd")
+	ErrClosed     = errors.New("session closed")
+)
+
+// Causes recorded on a turn's context when it is cancelled, so logs and
+// callers can tell why it stopped.
+var (
+	ErrCancelled  = errors.New("turn cancelled by the client")
+	ErrSuperseded = errors.New("turn superseded by a newer prompt")
+)
+
+// Mode is a session's permission mode.
+type Mode string
+
+const (
+	// ModeAsk asks before each command unless a rule allows it.
+	ModeAsk Mode = "ask"
+	// ModeAuto runs commands without asking (deny rules still apply).
+	ModeAuto Mode = "auto"
+)
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool { return m == ModeAsk || m == ModeAuto }
+
+// Options configure a Registry.
+type Options struct {
+	// NewID makes session ids; nil means random UUIDs.
+	NewID func() string
+	// OnClose runs after a session is closed and forgotten (the caller kills
+	// its background tasks there); nil means nothing.
+	OnClose func(id string)
+}
+
+// Registry holds the sessions of one process. Safe for concurrent use.
+type Registry struct {
+	newID   func() string
+	onClose func(id string)
+
+	// mu guards byID.
+	mu   sync.Mutex
+	byID map[string]*Session
+}
+
+// New returns an empty registry.
+func New(opts Options) *Registry {
+	r := &Registry{newID: opts.NewID, onClose: opts.OnClose, byID: map[string]*Session{}}
+	if r.newID == nil {
+		r.newID = func() string { return uuid.NewString() }
+	}
+	return r
+}
+
+// Create validates cwd (absolute, an existing directory) and registers a new
+// session in ModeAsk.
+func (r *Registry) Create(cwd string) (*Session, error) {
+	if cwd == "" {
+		return nil, fmt.Errorf("%w: cwd is required", ErrInvalidCwd)
+	}
+	if !filepath.IsAbs(cwd) {
+		return nil, fmt.Errorf("%w: cwd must be an absolute path, got %q", ErrInvalidCwd, cwd)
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cwd %s does not exist", ErrInvalidCwd, cwd)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: cwd %s is not a directory", ErrInvalidCwd, cwd)
+	}
+	s := &Session{
+		ID:       r.newID(),
+		Cwd:      filepath.Clean(cwd),
+		mode:     ModeAsk,
+		allowed:  map[string]bool{},
+		lastDone: closedChan(),
+	}
+	r.mu.Lock()
+	r.byID[s.ID] = s
+	r.mu.Unlock()
+	return s, nil
+}
+
+// Get finds a live session.
+func (r *Registry) Get(id string) (*Session, error) {
+	r.mu.Lock()
+	s := r.byID[id]
+	r.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return s, nil
+}
+
+// Len returns how many sessions are live.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byID)
+}
+
+// Close cancels the session's turn, forgets the session and runs OnClose.
+// It does not wait for the cancelled turn to finish.
+func (r *Registry) Close(id string) error {
+	r.mu.Lock()
+	s := r.byID[id]
+	delete(r.byID, id)
+	r.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	s.close()
+	if r.onClose != nil {
+		r.onClose(id)
+	}
+	return nil
+}
+
+// CloseAll closes every session (program shutdown).
+func (r *Registry) CloseAll() {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.byID))
+	for id := range r.byID {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		_ = r.Close(id)
+	}
+}
+
+// Notify queues a notice for the session's next model request. Notices for
+// sessions that are gone are dropped: nobody will read them.
+func (r *Registry) Notify(id, text string) {
+	s, err := r.Get(id)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.notices = append(s.notices, text)
+	s.mu.Unlock()
+}
+
+// Session is one conversation with its own cwd.
+type Session struct {
+	ID  string
+	Cwd string
+
+	// mu guards every field below.
+	mu       sync.Mutex
+	history  []agent.Message
+	notices  []string
+	mode     Mode
+	allowed  map[string]bool
+	current  *turn
+	lastDone chan struct{}
+	closed   bool
+}
+
+type turn struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// BeginTurn supersedes any turn in flight: it cancels it, waits until it has
+// ended, and returns a context for the new turn plus the func that ends it.
+// Turns of one session never overlap. If the new turn is itself superseded
+// or cancelled while waiting, the returned context is already done. The end
+// func must be called exactly once.
+func (s *Session) BeginTurn(ctx context.Context) (context.Context, func(), error) {
+	tctx, cancel := context.WithCancelCause(ctx)
+	t := &turn{cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel(ErrClosed)
+		return nil, nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	if s.current != nil {
+		s.current.cancel(ErrSuperseded)
+	}
+	prev := s.lastDone
+	s.current = t
+	s.lastDone = t.done
+	s.mu.Unlock()
+
+	// The previous turn was cancelled above and ends promptly; waiting for it
+	// unconditionally keeps the chain of turns strictly ordered.
+	<-prev
+
+	end := func() {
+		s.mu.Lock()
+		// Compare by identity: a newer turn may already be current.
+		if s.current == t {
+			s.current = nil
+		}
+		s.mu.Unlock()
+		cancel(nil)
+		close(t.done)
+	}
+	return tctx, end, nil
+}
+
+// Cancel cancels the turn in flight, if any, and returns at once.
+func (s *Session) Cancel() {
+	s.mu.Lock()
+	if s.current != nil {
+		s.current.cancel(ErrCancelled)
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) close() {
+	s.mu.Lock()
+	s.closed = true
+	if s.current != nil {
+		s.current.cancel(ErrClosed)
+	}
+	s.mu.Unlock()
+}
+
+// History returns a copy of the conversation so far.
+func (s *Session) History() []agent.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]agent.Message(nil), s.history...)
+}
+
+// Append adds messages to the conversation.
+func (s *Session) Append(msgs ...agent.Message) {
+	s.mu.Lock()
+	s.history = append(s.history, msgs...)
+	s.mu.Unlock()
+}
+
+// DrainNotices returns the queued notices and clears them.
+func (s *Session) DrainNotices() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
+}
+
+// Mode returns the session's permission mode.
+func (s *Session) Mode() Mode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode
+}
+
+// SetMode changes the permission mode.
+func (s *Session) SetMode(m Mode) error {
+	if !m.Valid() {
+		return fmt.Errorf("unknown mode %q", m)
+	}
+	s.mu.Lock()
+	s.mode = m
+	s.mu.Unlock()
+	return nil
+}
+
+// Remember records command keys the user allowed "always" in this session.
+func (s *Session) Remember(keys ...string) {
+	s.mu.Lock()
+	for _, k := range keys {
+		s.allowed[k] = true
+	}
+	s.mu.Unlock()
+}
+
+// Remembered returns a copy of the keys allowed "always".
+func (s *Session) Remembered() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]bool, len(s.allowed))
+	for k := range s.allowed {
+		m[k] = true
+	}
+	return m
+}
