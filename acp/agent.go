@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/logbridge"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
 )
@@ -90,7 +91,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := &lockedWriter{w: out}
 	filtered := filterInput(in, w, a.log)
 	conn := acpsdk.NewAgentSideConnection(a, w, filtered)
-	conn.SetLogger(newSlogger(a.log.Named("sdk")))
+	conn.SetLogger(logbridge.New(a.log.Named("sdk")))
 	a.mu.Lock()
 	a.conn = conn
 	a.mu.Unlock()

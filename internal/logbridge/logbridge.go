@@ -1,4 +1,7 @@
-package acp
+// Package logbridge hands libraries that log through log/slog (the ACP SDK)
+// a *slog.Logger that writes to our zap logger, so every diagnostic lands in
+// the same sink (stderr or --log-file) and never on stdout.
+package logbridge
 
 import (
 	"context"
@@ -8,9 +11,8 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newSlogger bridges the SDK's *slog.Logger to our zap logger, so its
-// diagnostics land in the same sink (stderr or --log-file), never stdout.
-func newSlogger(l *zap.Logger) *slog.Logger {
+// New returns a *slog.Logger that forwards to l.
+func New(l *zap.Logger) *slog.Logger {
 	return slog.New(&zapHandler{l: l})
 }
 
