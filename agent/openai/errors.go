@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -108,8 +109,7 @@ func (p *Provider) describe(err error, retries int) error {
 		msg = fmt.Sprintf("the model stream from %s ended early (%s)%s; the answer is incomplete, try again",
 			p.endpoint, earlyErr.Error(), after)
 	case errors.As(err, &streamErr):
-		msg = fmt.Sprintf("the model endpoint %s reported an error mid-answer: %s",
-			p.endpoint, strings.TrimPrefix(streamErr.Message, "received error while streaming: "))
+		msg = fmt.Sprintf("the model endpoint %s reported an error mid-answer: %s", p.endpoint, streamErrorText(streamErr))
 	case errors.As(err, &urlErr):
 		msg = fmt.Sprintf("cannot reach the model endpoint %s%s: %v; check --base-url (DSH_BASE_URL) and the network",
 			p.endpoint, after, urlErr.Err)
@@ -133,13 +133,26 @@ func (p *Provider) describeStatus(apiErr *openaisdk.Error, retries int, after st
 	case http.StatusPaymentRequired:
 		return fmt.Sprintf("the model endpoint %s refused the request (402, usually an empty balance)%s", p.endpoint, server)
 	case http.StatusTooManyRequests:
-		return fmt.Sprintf("rate limited by %s after %d %s%s; wait a moment and try again",
-			p.endpoint, retries, plural(retries, "retry", "retries"), server)
+		return fmt.Sprintf("rate limited by %s%s%s; wait a moment and try again", p.endpoint, after, server)
 	case http.StatusNotFound:
 		return fmt.Sprintf("the model endpoint %s returned %s%s; check --base-url (most servers want it to end in /v1) and --model (%q)",
 			p.endpoint, status, server, p.model)
 	}
 	return fmt.Sprintf("the model endpoint %s returned %s%s%s", p.endpoint, status, after, server)
+}
+
+// streamErrorText is the message of an SSE error event
+// ({"error":{"message":…}}), or the raw event when it has another shape.
+func streamErrorText(e *ssestream.StreamError) string {
+	var ev struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(e.Event.Data, &ev) == nil && ev.Error.Message != "" {
+		return ev.Error.Message
+	}
+	return strings.TrimSpace(string(e.Event.Data))
 }
 
 // serverMessage is the server's own error text, shortened, as ": text".
