@@ -110,15 +110,15 @@ func (t *bashTool) Run(ctx context.Context, call tools.Call) tools.Result {
 }
 
 // start launches a background task. A task that cannot start is an error
-// result whose id is not shown: the task tools treat it as unknown.
+// result, like a foreground spawn failure.
 func (t *bashTool) start(caller tools.Caller, spec executor.Spec, d tools.Display) tools.Result {
 	spec.Observe = nil
 	id, err := t.exec.Start(spec)
+	d.TaskID = id
 	if err != nil {
 		return errorResult(d, err.Error())
 	}
 	t.log.Debug("background task started", zap.String("task", id), zap.String("session", caller.SessionID))
-	d.TaskID = id
 	return tools.Result{Text: "started background task " + id, Display: d}
 }
 

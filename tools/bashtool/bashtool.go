@@ -10,10 +10,12 @@
 //     absent.
 //   - A non-string description reads "invalid description: expected a
 //     non-empty string": tool-text.md has no type message for it.
-//   - A background command that cannot start is an error result at once and
-//     its id is never shown, so the task tools treat a Failed task as unknown
-//     and no completion notice is sent for it: the model only ever sees the
-//     four status lines of tool-text.md.
+//   - A background command that cannot start is an error result at once
+//     ("Error: <spawn error>"), so no completion notice follows it. Its task
+//     still exists: bash_output on it repeats the spawn error as an error
+//     result (none of the four status lines is true of a process that never
+//     ran), and bash_kill reports it as already finished, as the executor
+//     does.
 package bashtool
 
 import (

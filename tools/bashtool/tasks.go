@@ -48,6 +48,9 @@ func (t *outputTool) Run(_ context.Context, call tools.Call) tools.Result {
 	if err != nil {
 		return withDisplay(taskError(id, fmt.Errorf("read task %s: %w", id, err)), d)
 	}
+	if r.Status.State == executor.Failed {
+		return errorResult(d, failedText(id, r.Status))
+	}
 	displayStatus(&d, r.Status)
 	for _, c := range []executor.Chunk{r.Stdout, r.Stderr} {
 		if c.Dropped > 0 {
@@ -100,15 +103,20 @@ func accessTask(exec executor.Executor, call tools.Call) (id string, info execut
 	if err != nil {
 		return id, info, taskError(id, err), false
 	}
-	// A task that could not start was reported as an error when it was
-	// started, without its id; to the model it does not exist.
-	if info.Status.State == executor.Failed {
-		return id, info, taskError(id, executor.ErrUnknownTask), false
-	}
 	if info.Owner != "" && info.Owner != call.Caller.SessionID {
 		return id, info, errorResult(tools.Display{}, "task "+id+" belongs to another session"), false
 	}
 	return id, info, tools.Result{}, true
+}
+
+// failedText is what bash_output says about a task that could not start:
+// the same spawn failure bash reported as an error when starting it, since
+// no status line of tool-text.md is true of a process that never ran.
+func failedText(id string, s executor.Status) string {
+	if s.Err != nil {
+		return s.Err.Error()
+	}
+	return "task " + id + " could not start"
 }
 
 // taskError maps an executor error about a task to the model's text.

@@ -104,14 +104,6 @@ func TestTaskToolErrors(t *testing.T) {
 			want: `Error: unknown bash task "bash-99"`},
 		{name: "id that is not a task name", setup: func(*testing.T, *fakeExec, *toolbox) string { return `x"y` },
 			want: `Error: unknown bash task "x\"y"`},
-		{name: "task that failed to start is unknown", setup: func(t *testing.T, fake *fakeExec, tb *toolbox) string {
-			fake.startErr = errors.New("start bash: chdir /a/gone: no such file or directory")
-			res := tb.bash.Run(testCtx(t), call(sessionA, `{"command":"x","description":"d","run_in_background":true}`))
-			if !res.IsError || res.Text != "Error: start bash: chdir /a/gone: no such file or directory" || res.Display.TaskID != "" {
-				t.Fatalf("failed start: got %q (IsError %v, TaskID %q)", res.Text, res.IsError, res.Display.TaskID)
-			}
-			return "bash-1"
-		}, want: `Error: unknown bash task "bash-1"`},
 	}
 	for _, tc := range tests {
 		for _, tool := range []string{"bash_output", "bash_kill"} {
@@ -130,6 +122,41 @@ func TestTaskToolErrors(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFailedStart: a background command that cannot start is an error at
+// once; afterwards bash_output repeats the spawn error and bash_kill calls
+// the task finished. No notice follows.
+func TestFailedStart(t *testing.T) {
+	t.Parallel()
+	fake := newFake()
+	fake.startErr = errors.New("workdir /a/gone does not exist")
+	var log noticeLog
+	tb := newToolbox(t, bashtool.Options{Executor: fake, Notify: log.notify})
+	res := tb.bash.Run(testCtx(t), call(sessionA, `{"command":"x","description":"d","run_in_background":true}`))
+	if !res.IsError || res.Text != "Error: workdir /a/gone does not exist" || res.Display.TaskID != "bash-1" {
+		t.Fatalf("start: got %q (IsError %v, TaskID %q)", res.Text, res.IsError, res.Display.TaskID)
+	}
+	steps := []struct {
+		tool    tools.Tool
+		caller  tools.Caller
+		want    string
+		isError bool
+	}{
+		{tool: tb.output, caller: sessionA, want: "Error: workdir /a/gone does not exist", isError: true},
+		{tool: tb.output, caller: sessionB, want: "Error: task bash-1 belongs to another session", isError: true},
+		{tool: tb.kill, caller: sessionA, want: "task bash-1 had already finished"},
+		{tool: tb.kill, caller: noCaller, want: "Error: task bash-1 belongs to another session", isError: true},
+	}
+	for i, s := range steps {
+		res := s.tool.Run(testCtx(t), call(s.caller, taskArgs("bash-1")))
+		if res.Text != s.want || res.IsError != s.isError {
+			t.Errorf("step %d (%s): got %q (IsError %v), want %q (IsError %v)", i, s.tool.Name(), res.Text, res.IsError, s.want, s.isError)
+		}
+	}
+	if got := log.all(); len(got) != 0 {
+		t.Errorf("notices for a task that never started: %q", got)
 	}
 }
 
@@ -350,21 +377,6 @@ func TestCompletionNotices(t *testing.T) {
 				t.Errorf("notices (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestNoNoticeForFailedStart(t *testing.T) {
-	t.Parallel()
-	fake := newFake()
-	fake.startErr = errors.New("start bash: no such file or directory")
-	var log noticeLog
-	tb := newToolbox(t, bashtool.Options{Executor: fake, Notify: log.notify})
-	res := tb.bash.Run(testCtx(t), call(sessionA, `{"command":"x","description":"d","run_in_background":true}`))
-	if !res.IsError {
-		t.Fatalf("failed start: got %q, want an error", res.Text)
-	}
-	if got := log.all(); len(got) != 0 {
-		t.Errorf("notices for a task that never started: %q", got)
 	}
 }
 

@@ -95,9 +95,8 @@ func formatRead(r executor.Read) string {
 }
 
 // statusLine is the one line that says where a background task is. Failed
-// tasks never reach the model (see the package comment); should one slip
-// through it reads as killed with no signal, the closest true statement
-// tool-text.md offers: the task is not running and produced no exit code.
+// tasks never get one (see the package comment); the fallthrough only keeps
+// the function total.
 func statusLine(s executor.Status) string {
 	switch s.State {
 	case executor.Running:
