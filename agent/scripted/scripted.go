@@ -1,0 +1,296 @@
+// Package scripted is an agent.Provider that replays canned model turns from
+// a file: offline runs (dsh-acp --script FILE), the newcomer tour and golden
+// transcript tests. NewRecorder is its counterpart for --script-record.
+//
+// # Format
+//
+// JSON Lines, one model turn per line. Blank lines and lines starting with
+// "#" or "//" are ignored. Every field is optional:
+//
+//	tag         string   which session the turn belongs to (default "")
+//	reasoning   string   thinking text, streamed first as Reasoning deltas
+//	text        string   answer text, streamed next as Text deltas (word by word)
+//	tool_calls  array    of {"name": string, "arguments": any JSON value};
+//	                     an object (or array, number …) is sent as its compact
+//	                     JSON text, a string is sent verbatim (so a script can
+//	                     send malformed arguments), absent means "{}"
+//	finish      string   "stop" | "length" | "tool_calls"; default tool_calls
+//	                     when there are tool calls, else stop
+//	error       string   after streaming reasoning/text, fail with this message
+//	                     (wrapping agent.ErrProvider)
+//	hang        bool     after streaming reasoning/text, block until the
+//	                     request's context is cancelled, then return its error
+//
+// Example:
+//
+//	# session "build" (its first prompt contains [script:build])
+//	{"tag":"build","reasoning":"Run make.","tool_calls":[{"name":"bash","arguments":{"command":"make"}}]}
+//	{"tag":"build","text":"The build passed."}
+//	// a session whose prompt carries no tag
+//	{"text":"Hello!"}
+//	{"tool_calls":[{"name":"bash","arguments":"{not json"}]}
+//	{"error":"the model is overloaded"}
+//
+// # Tags
+//
+// A request's tag is NAME from the first "[script:NAME]" in its first user
+// message (NAME is letters, digits, '_', '-', '.'), or "" when there is none.
+// Each tag has its own cursor: the n-th request with tag X gets X's n-th
+// turn, so concurrent sessions replay deterministically whichever runs first.
+// Tool call ids are "call_<tag>_<turn>_<call>" (tag "" is written
+// "default"; turn and call count from 1).
+package scripted
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+)
+
+// turn is one parsed line of a script.
+type turn struct {
+	reasoning string
+	text      string
+	calls     []call
+	finish    agent.FinishReason
+	err       string
+	hang      bool
+}
+
+type call struct {
+	name      string
+	arguments string
+}
+
+// Provider replays a script. It is safe for concurrent use.
+type Provider struct {
+	name  string
+	turns map[string][]turn
+
+	// mu guards next, the per-tag count of requests served so far.
+	mu   sync.Mutex
+	next map[string]int
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// Load reads the script at path; see the package documentation for the
+// format. Errors name path:line.
+func Load(path string) (*Provider, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// maxLine bounds one script line; a turn is a model answer, not a data dump.
+const maxLine = 16 << 20
+
+// Parse reads a script from r. name labels errors (name:line: …).
+func Parse(r io.Reader, name string) (*Provider, error) {
+	p := &Provider{name: name, turns: make(map[string][]turn), next: make(map[string]int)}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, maxLine)
+	for line := 1; sc.Scan(); line++ {
+		s := bytes.TrimSpace(sc.Bytes())
+		if len(s) == 0 || s[0] == '#' || bytes.HasPrefix(s, []byte("//")) {
+			continue
+		}
+		tag, t, err := parseTurn(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		p.turns[tag] = append(p.turns[tag], t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read script %s: %w", name, err)
+	}
+	return p, nil
+}
+
+func parseTurn(line []byte) (string, turn, error) {
+	var raw struct {
+		Tag       string `json:"tag"`
+		Reasoning string `json:"reasoning"`
+		Text      string `json:"text"`
+		ToolCalls []struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"tool_calls"`
+		Finish string `json:"finish"`
+		Error  string `json:"error"`
+		Hang   bool   `json:"hang"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	// A misspelt field in a hand-written script should fail loudly, not
+	// silently replay a turn without it.
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return "", turn{}, fmt.Errorf("not a turn object: %w", err)
+	}
+	if dec.More() {
+		return "", turn{}, errors.New("more than one JSON value on the line (one turn per line)")
+	}
+	if raw.Tag != "" && !tagName.MatchString(raw.Tag) {
+		return "", turn{}, fmt.Errorf("tag %q: use letters, digits, '_', '-' or '.'", raw.Tag)
+	}
+	if raw.Error != "" && raw.Hang {
+		return "", turn{}, errors.New(`a turn cannot both "error" and "hang"`)
+	}
+	t := turn{reasoning: raw.Reasoning, text: raw.Text, err: raw.Error, hang: raw.Hang}
+	for i, c := range raw.ToolCalls {
+		if c.Name == "" {
+			return "", turn{}, fmt.Errorf("tool_calls[%d]: missing name", i)
+		}
+		args, err := argumentsText(c.Arguments)
+		if err != nil {
+			return "", turn{}, fmt.Errorf("tool_calls[%d] arguments: %w", i, err)
+		}
+		t.calls = append(t.calls, call{name: c.Name, arguments: args})
+	}
+	switch raw.Finish {
+	case "":
+		t.finish = agent.FinishStop
+		if len(t.calls) > 0 {
+			t.finish = agent.FinishToolCalls
+		}
+	case string(agent.FinishStop), string(agent.FinishLength), string(agent.FinishToolCalls):
+		t.finish = agent.FinishReason(raw.Finish)
+	default:
+		return "", turn{}, fmt.Errorf(`finish %q: want "stop", "length" or "tool_calls"`, raw.Finish)
+	}
+	return raw.Tag, t, nil
+}
+
+// argumentsText turns a script's arguments value into the text a model
+// would have sent: a JSON string verbatim, anything else as compact JSON.
+func argumentsText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+var (
+	tagName  = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	tagToken = regexp.MustCompile(`\[script:([A-Za-z0-9_.-]+)\]`)
+)
+
+// Tag is the script tag of req: NAME from the first "[script:NAME]" in its
+// first user message, or "" when there is none.
+func Tag(req agent.Request) string {
+	for _, m := range req.Messages {
+		if m.Role != agent.RoleUser {
+			continue
+		}
+		if sub := tagToken.FindStringSubmatch(m.Content); sub != nil {
+			return sub[1]
+		}
+		return ""
+	}
+	return ""
+}
+
+// Stream replays the next turn for req's tag; see agent.Provider.
+func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agent.Delta)) (agent.Response, error) {
+	// A request cancelled before it started must not use up a turn, or the
+	// rest of that session's script would be off by one.
+	if err := ctx.Err(); err != nil {
+		return agent.Response{}, fmt.Errorf("scripted model: %w", err)
+	}
+	tag := Tag(req)
+	p.mu.Lock()
+	n := p.next[tag] + 1 // 1-based request number for this tag
+	p.next[tag] = n
+	p.mu.Unlock()
+
+	turns := p.turns[tag]
+	if n > len(turns) {
+		return agent.Response{}, &scriptError{fmt.Sprintf("script exhausted: no turn left for tag %q (request #%d)", tag, n)}
+	}
+	t := turns[n-1]
+
+	for _, piece := range pieces(t.reasoning) {
+		if err := ctx.Err(); err != nil {
+			return agent.Response{}, fmt.Errorf("scripted model: %w", err)
+		}
+		emit(agent.Delta{Reasoning: piece})
+	}
+	for _, piece := range pieces(t.text) {
+		if err := ctx.Err(); err != nil {
+			return agent.Response{}, fmt.Errorf("scripted model: %w", err)
+		}
+		emit(agent.Delta{Text: piece})
+	}
+	switch {
+	case t.err != "":
+		return agent.Response{}, &scriptError{t.err}
+	case t.hang:
+		<-ctx.Done()
+		return agent.Response{}, fmt.Errorf("scripted model (tag %q, request #%d hangs): %w", tag, n, ctx.Err())
+	}
+
+	msg := agent.Message{Role: agent.RoleAssistant, Content: t.text, ReasoningContent: t.reasoning}
+	idTag := tag
+	if idTag == "" {
+		idTag = "default"
+	}
+	for i, c := range t.calls {
+		msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{
+			ID:        fmt.Sprintf("call_%s_%d_%d", idTag, n, i+1),
+			Name:      c.name,
+			Arguments: c.arguments,
+		})
+	}
+	return agent.Response{Message: msg, FinishReason: t.finish}, nil
+}
+
+// pieces splits s into words, each keeping the whitespace after it, so the
+// pieces concatenate to s and a consumer sees several deltas as it would
+// from a real model.
+func pieces(s string) []string {
+	var out []string
+	for s != "" {
+		i := strings.IndexFunc(s, isSpace)
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		j := i
+		for j < len(s) && isSpace(rune(s[j])) {
+			j++
+		}
+		out = append(out, s[:j])
+		s = s[j:]
+	}
+	return out
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\n' || r == '\t' || r == '\r' }
+
+// scriptError is a scripted model failure: its text is the script's own
+// message, and it wraps agent.ErrProvider as a real provider's would.
+type scriptError struct{ msg string }
+
+func (e *scriptError) Error() string { return e.msg }
+func (e *scriptError) Unwrap() error { return agent.ErrProvider }
