@@ -175,9 +175,12 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 	if err != nil {
 		return agent.Response{}, fmt.Errorf("build model request: %w", err)
 	}
+	p.log.Debug("model request", zap.Int("messages", len(req.Messages)), zap.Int("tools", len(req.Tools)))
 	for retry := 0; ; retry++ {
 		resp, delivered, err := p.attempt(ctx, params, emit)
 		if err == nil {
+			p.log.Debug("model answer", zap.String("finish", string(resp.FinishReason)),
+				zap.Int("text_bytes", len(resp.Message.Content)), zap.Int("tool_calls", len(resp.Message.ToolCalls)))
 			return resp, nil
 		}
 		if ctx.Err() != nil {

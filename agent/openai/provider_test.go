@@ -32,11 +32,9 @@ const testKey = "sk-test-SECRET-0123456789abcdef"
 
 // received is one request as the fake server saw it.
 type received struct {
-	Path   string
-	Auth   string
-	Accept string
-	Body   map[string]any
-	Raw    string
+	Path string
+	Auth string
+	Body map[string]any
 }
 
 // fakeAPI is an OpenAI-compatible endpoint on 127.0.0.1. respond is called
@@ -59,7 +57,7 @@ func newFakeAPI(t *testing.T, respond func(w http.ResponseWriter, r *http.Reques
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		rec := received{Path: r.URL.Path, Auth: r.Header.Get("Authorization"), Accept: r.Header.Get("Accept"), Raw: string(raw)}
+		rec := received{Path: r.URL.Path, Auth: r.Header.Get("Authorization")}
 		if err := json.Unmarshal(raw, &rec.Body); err != nil {
 			http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 			return
