@@ -84,7 +84,7 @@ func (u *turnUI) handle(e agent.Event) {
 }
 
 func (u *turnUI) usesTerminal(c agent.CallInfo) bool {
-	return u.terminal && c.Display.Kind == string(acpsdk.ToolKindExecute)
+	return u.terminal && c.Display.Live
 }
 
 func descriptionContent(c agent.CallInfo) []acpsdk.ToolCallContent {

@@ -49,6 +49,9 @@ type Display struct {
 	Kind string
 	// Description is the model's one-line description of the call.
 	Description string
+	// Live: the call streams output while it runs (a foreground command),
+	// so an editor may show it in a terminal.
+	Live bool
 	// Cwd is the directory the command ran in, if any.
 	Cwd string
 	// ExitCode is set when a process exited with a code.
