@@ -191,6 +191,9 @@ func (p *proc) read(f *os.File, c *capture) {
 		if n > 0 {
 			_, _ = c.Write(buf[:n])
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			drain(f, c, buf)
+		}
 		if err != nil {
 			break
 		}
@@ -200,6 +203,40 @@ func (p *proc) read(f *os.File, c *capture) {
 	if p.readersLeft.Add(-1) == 0 {
 		close(p.readersDone)
 	}
+}
+
+// maxDrain bounds the final drain: a leftover that keeps writing must not
+// keep the reader looping.
+const maxDrain = 1 << 20
+
+// drain reads what is already in the pipe once the deadline cut the reader
+// off. On a starved machine the reader may not have run at all before the
+// grace expired; everything the shell wrote before exiting is still in the
+// pipe buffer and must not be lost to a deadline.
+func drain(f *os.File, c *capture, buf []byte) {
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	total := 0
+	_ = rc.Read(func(fd uintptr) bool {
+		for total < maxDrain {
+			n, err := unix.Read(int(fd), buf)
+			if n > 0 {
+				_, _ = c.Write(buf[:n])
+				total += n
+				continue
+			}
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			break // EOF, EAGAIN (nothing more right now) or a real error
+		}
+		return true // never wait for more
+	})
 }
 
 // waitLeader returns when the shell has exited. abort and timeout (either may

@@ -56,9 +56,13 @@ func (l *Local) Start(spec Spec) (string, error) {
 
 	p, err := l.spawn(spec, id, l.opts.UnreadBytes)
 	if err != nil {
+		st := Status{State: Failed, Err: err}
+		t.mu.Lock()
+		t.status = st
+		t.mu.Unlock()
 		go func() {
 			defer l.wg.Done()
-			l.finish(t, Status{State: Failed, Err: err})
+			l.notify(TaskEnd{ID: id, Owner: t.owner, Status: st})
 		}()
 		return id, fmt.Errorf("start %s: %w", id, err)
 	}

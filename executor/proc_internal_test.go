@@ -1,0 +1,62 @@
+package executor
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// A reader that never ran before the leftover grace cut it off still gets
+// what the shell left in the pipe.
+func TestReadDrainsAfterDeadline(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close() // held open, as a leftover would
+	if _, err := w.WriteString("written before exit\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetReadDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{readersDone: make(chan struct{})}
+	p.readersLeft.Store(1)
+	c := newCapture("x", 100, 0, nil, zap.NewNop(), nil)
+	done := make(chan struct{})
+	go func() {
+		p.read(r, c)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("reader did not return")
+	}
+	if got := c.output().Text; got != "written before exit\n" {
+		t.Errorf("captured %q", got)
+	}
+}
+
+func TestProcStat(t *testing.T) {
+	t.Parallel()
+	state, pg, ok := procStat(os.Getpid())
+	if !ok || state == 'Z' || pg != syscallGetpgrp() {
+		t.Errorf("procStat(self) = %c %d %v", state, pg, ok)
+	}
+	if _, _, ok := procStat(-1); ok {
+		t.Error("procStat(-1) ok")
+	}
+	if groupAlive(0) {
+		t.Error("groupAlive(0)")
+	}
+}
+
+func syscallGetpgrp() int {
+	pg, _ := unix.Getpgid(0)
+	return pg
+}
