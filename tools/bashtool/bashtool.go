@@ -94,8 +94,8 @@ func New(opts Options) (*Set, error) {
 	s := &Set{exec: opts.Executor, log: log, notify: opts.Notify}
 	s.tools = []tools.Tool{
 		&bashTool{exec: s.exec, log: log, description: bashDescription(def, maxT), schema: bashSchema(def, maxT)},
-		&outputTool{exec: s.exec},
-		&killTool{exec: s.exec},
+		&outputTool{exec: s.exec, schema: taskSchema("to read")},
+		&killTool{exec: s.exec, schema: taskSchema("to stop")},
 	}
 	if opts.Notify != nil {
 		s.unsubscribe = s.exec.Subscribe(s.taskEnded)

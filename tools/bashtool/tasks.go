@@ -12,25 +12,24 @@ import (
 
 // outputTool is bash_output.
 type outputTool struct {
-	exec executor.Executor
+	exec   executor.Executor
+	schema json.RawMessage
 }
 
 // killTool is bash_kill.
 type killTool struct {
-	exec executor.Executor
+	exec   executor.Executor
+	schema json.RawMessage
 }
 
 var (
 	_ tools.Tool = (*outputTool)(nil)
 	_ tools.Tool = (*killTool)(nil)
-
-	outputSchema = taskSchema("to read")
-	killSchema   = taskSchema("to stop")
 )
 
 func (t *outputTool) Name() string            { return NameOutput }
 func (t *outputTool) Description() string     { return outputDescription }
-func (t *outputTool) Schema() json.RawMessage { return outputSchema }
+func (t *outputTool) Schema() json.RawMessage { return t.schema }
 
 func (t *outputTool) Describe(_ tools.Caller, args json.RawMessage) tools.Display {
 	id := describeTaskID(args)
@@ -65,7 +64,7 @@ func (t *outputTool) Run(_ context.Context, call tools.Call) tools.Result {
 
 func (t *killTool) Name() string            { return NameKill }
 func (t *killTool) Description() string     { return killDescription }
-func (t *killTool) Schema() json.RawMessage { return killSchema }
+func (t *killTool) Schema() json.RawMessage { return t.schema }
 
 func (t *killTool) Describe(_ tools.Caller, args json.RawMessage) tools.Display {
 	id := describeTaskID(args)
