@@ -184,12 +184,24 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 				out.Stop = StopCancelled
 				return out, nil
 			}
+			if !errors.Is(err, ErrProvider) {
+				// Run promises ErrProvider for every provider failure, so
+				// callers can branch on it whatever the provider returned.
+				err = fmt.Errorf("%w: %w", ErrProvider, err)
+			}
 			return out, fmt.Errorf("model request %d: %w", n+1, err)
 		}
 		msg := resp.Message
 		msg.Role = RoleAssistant
 		out.Messages = append(out.Messages, msg)
 		if len(msg.ToolCalls) == 0 {
+			// A provider that finished its stream although the turn was
+			// cancelled meanwhile: the client asked to stop, so the turn
+			// ends "cancelled" as ACP requires.
+			if ctx.Err() != nil {
+				out.Stop = StopCancelled
+				return out, nil
+			}
 			if resp.FinishReason == FinishLength {
 				out.Stop = StopMaxTokens
 			} else {
