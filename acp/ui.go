@@ -78,8 +78,8 @@ func (u *turnUI) handle(e agent.Event) {
 	case agent.EventToolOutput:
 		u.output(e.Call.ID, e.Data)
 	case agent.EventToolResult:
-		u.stopLive(e.Call.ID, true)
-		u.send(u.finishCall(e.Call, e.Result))
+		ran := u.stopLive(e.Call.ID, true)
+		u.send(u.finishCall(e.Call, e.Result, ran))
 	}
 }
 
@@ -201,20 +201,22 @@ func validUTF8Prefix(p []byte) []byte {
 }
 
 // stopLive stops the call's ticker and, if asked, flushes what is buffered,
-// so no live update can follow the final one.
-func (u *turnUI) stopLive(id string, flush bool) {
+// so no live update can follow the final one. It reports whether the call
+// had started running.
+func (u *turnUI) stopLive(id string, flush bool) bool {
 	u.mu.Lock()
 	lc := u.live[id]
 	delete(u.live, id)
 	u.mu.Unlock()
 	if lc == nil {
-		return
+		return false
 	}
 	close(lc.stop)
 	<-lc.stopped
 	if flush && u.usesTerminal(lc.info) {
 		u.flush(lc)
 	}
+	return true
 }
 
 // close stops every ticker still running (a turn that ended abnormally).
@@ -226,7 +228,7 @@ func (u *turnUI) close() {
 	}
 	u.mu.Unlock()
 	for _, id := range ids {
-		u.stopLive(id, false)
+		_ = u.stopLive(id, false)
 	}
 }
 
@@ -242,7 +244,11 @@ type rawOutput struct {
 	IsError    bool     `json:"isError,omitempty"`
 }
 
-func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result) acpsdk.SessionUpdate {
+// finishCall builds the final update. A command that ran in Zed's terminal
+// keeps it and reports its exit there; anything else — a call that never
+// ran (refused, bad arguments) or failed as infrastructure — shows its
+// result text, after the terminal if there is one.
+func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.SessionUpdate {
 	d := r.Display
 	status := acpsdk.ToolCallStatusCompleted
 	if r.IsError || (d.ExitCode != nil && *d.ExitCode != 0) || d.Signal != "" || d.TimedOut {
@@ -256,7 +262,8 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result) acpsdk.SessionUpda
 		acpsdk.WithUpdateStatus(status),
 		acpsdk.WithUpdateRawOutput(out),
 	)
-	if u.usesTerminal(c) {
+	terminal := u.usesTerminal(c) && ran
+	if terminal {
 		var code any
 		if d.ExitCode != nil {
 			code = *d.ExitCode
@@ -266,9 +273,15 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result) acpsdk.SessionUpda
 			sig = d.Signal
 		}
 		up.ToolCallUpdate.Meta = map[string]any{"terminal_exit": map[string]any{"terminal_id": c.ID, "exit_code": code, "signal": sig}}
-		return up
+		if !r.IsError {
+			return up
+		}
 	}
-	up.ToolCallUpdate.Content = append(descriptionContent(c), fenced(r.Text))
+	content := descriptionContent(c)
+	if terminal {
+		content = append(content, acpsdk.ToolTerminalRef(c.ID))
+	}
+	up.ToolCallUpdate.Content = append(content, fenced(r.Text))
 	return up
 }
 
