@@ -38,6 +38,15 @@ func (t *bashTool) Describe(caller tools.Caller, args json.RawMessage) tools.Dis
 		d.Title = commandTitle(cmd)
 	}
 	d.Description, _, _ = obj.str("description")
+	// A foreground command streams its output while it runs; a background
+	// start returns at once and is read with bash_output.
+	d.Live = true
+	if raw, ok := obj.lookup("run_in_background"); ok {
+		var bg bool
+		if json.Unmarshal(raw, &bg) == nil && bg {
+			d.Live = false
+		}
+	}
 	workdir, _, _ := obj.str("workdir")
 	d.Cwd = sessionWorkdir(caller.Cwd, workdir)
 	return d

@@ -8,7 +8,7 @@ import (
 
 // maxTitleRunes bounds a command title: an editor shows it on one line, and a
 // pasted script would otherwise fill the panel.
-const maxTitleRunes = 160
+const maxTitleRunes = 500
 
 // ACP tool kinds.
 const (

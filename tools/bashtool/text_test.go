@@ -117,7 +117,7 @@ func TestBashResultText(t *testing.T) {
 				t.Errorf("text is not valid UTF-8: %q", res.Text)
 			}
 			want := tc.display
-			want.Title, want.Kind, want.Description, want.Cwd = "c", "execute", "Run c", "/w"
+			want.Title, want.Kind, want.Description, want.Cwd, want.Live = "c", "execute", "Run c", "/w", true
 			if diff := cmp.Diff(want, res.Display); diff != "" {
 				t.Errorf("display (-want +got):\n%s", diff)
 			}
@@ -211,26 +211,28 @@ func TestBashWithoutLiveHasNoObserver(t *testing.T) {
 
 func TestBashTitle(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("echo 世界; ", 40)
+	long := strings.Repeat("echo 世界; ", 100)
 	tests := []struct {
 		name string
 		args string
 		want tools.Display
 	}{
 		{name: "one line", args: `{"command":"ls -la","description":"List files"}`,
-			want: tools.Display{Title: "ls -la", Kind: "execute", Description: "List files", Cwd: "/w"}},
+			want: tools.Display{Title: "ls -la", Kind: "execute", Live: true, Description: "List files", Cwd: "/w"}},
 		{name: "newlines collapsed", args: `{"command":"  cd x &&\n   make  \r\n\tmake test\n","description":"Build"}`,
-			want: tools.Display{Title: "cd x && make make test", Kind: "execute", Description: "Build", Cwd: "/w"}},
+			want: tools.Display{Title: "cd x && make make test", Kind: "execute", Live: true, Description: "Build", Cwd: "/w"}},
 		{name: "tabs become spaces", args: `{"command":"printf 'a\tb'","description":"d"}`,
-			want: tools.Display{Title: "printf 'a b'", Kind: "execute", Description: "d", Cwd: "/w"}},
+			want: tools.Display{Title: "printf 'a b'", Kind: "execute", Live: true, Description: "d", Cwd: "/w"}},
 		{name: "long command shortened", args: fmt.Sprintf(`{"command":%q}`, long),
-			want: tools.Display{Title: string([]rune(long)[:159]) + "…", Kind: "execute", Cwd: "/w"}},
+			want: tools.Display{Title: string([]rune(long)[:499]) + "…", Kind: "execute", Live: true, Cwd: "/w"}},
 		{name: "workdir shown", args: `{"command":"pwd","workdir":"sub"}`,
-			want: tools.Display{Title: "pwd", Kind: "execute", Cwd: "/w/sub"}},
+			want: tools.Display{Title: "pwd", Kind: "execute", Live: true, Cwd: "/w/sub"}},
+		{name: "background start is not live", args: `{"command":"serve","run_in_background":true}`,
+			want: tools.Display{Title: "serve", Kind: "execute", Cwd: "/w"}},
 		{name: "malformed json", args: `{"command":"ls`, want: tools.Display{Title: "bash", Kind: "execute"}},
 		{name: "not an object", args: `[1,2]`, want: tools.Display{Title: "bash", Kind: "execute"}},
-		{name: "command of the wrong type", args: `{"command":5}`, want: tools.Display{Title: "bash", Kind: "execute", Cwd: "/w"}},
-		{name: "blank command", args: `{"command":" \n "}`, want: tools.Display{Title: "bash", Kind: "execute", Cwd: "/w"}},
+		{name: "command of the wrong type", args: `{"command":5}`, want: tools.Display{Title: "bash", Kind: "execute", Live: true, Cwd: "/w"}},
+		{name: "blank command", args: `{"command":" \n "}`, want: tools.Display{Title: "bash", Kind: "execute", Live: true, Cwd: "/w"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,8 +242,8 @@ func TestBashTitle(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Describe (-want +got):\n%s", diff)
 			}
-			if n := utf8.RuneCountInString(got.Title); n > 160 {
-				t.Errorf("title has %d runes, want at most 160", n)
+			if n := utf8.RuneCountInString(got.Title); n > 500 {
+				t.Errorf("title has %d runes, want at most 500", n)
 			}
 		})
 	}
