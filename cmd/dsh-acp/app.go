@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/dsh-acp/dsh-acp/acp"
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/openai"
+	"github.com/dsh-acp/dsh-acp/agent/scripted"
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/permission"
+	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/tools/bashtool"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// app is the wired program: one executor shared by every session.
+type app struct {
+	log      *zap.Logger
+	exec     *executor.Local
+	toolset  *bashtool.Set
+	sessions *sessions.Registry
+	agent    *acp.Agent
+	closers  []func() error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// newLogger writes structured logs to stderr or --log-file: stdout belongs
+// to the protocol.
+func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error) {
+	var lvl zapcore.Level
+	if err := lvl.Set(cfg.logLevel); err != nil {
+		return nil, nil, fmt.Errorf("log level: %w", err)
+	}
+	sink := zapcore.AddSync(stderr)
+	closeFn := func() error { return nil }
+	if cfg.logFile != "" {
+		f, err := os.OpenFile(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log file: %w", err)
+		}
+		sink = zapcore.AddSync(f)
+		closeFn = f.Close
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(sink), lvl)
+	return zap.New(core), closeFn, nil
+}
+
+func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, error) {
+	var p agent.Provider
+	if cfg.script != "" {
+		sp, err := scripted.Load(cfg.script)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load script: %w", err)
+		}
+		p = sp
+		log.Info("using scripted model", zap.String("script", cfg.script))
+	} else {
+		op, err := openai.New(openai.Options{BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey, Logger: log.Named("model")})
+		if err != nil {
+			return nil, nil, fmt.Errorf("model endpoint: %w", err)
+		}
+		if err := op.Check(); err != nil {
+			// Not fatal: the editor still starts and every prompt says
+			// what to set.
+			log.Warn("model not usable yet", zap.Error(err))
+		}
+		log.Info("using model endpoint", zap.String("endpoint", op.Endpoint()), zap.String("model", cfg.model))
+		p = op
+	}
+	var closers []func() error
+	if cfg.scriptRecord != "" {
+		f, err := os.OpenFile(cfg.scriptRecord, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open --script-record file: %w", err)
+		}
+		closers = append(closers, f.Close)
+		p = scripted.NewRecorder(p, f)
+	}
+	return p, closers, nil
+}
+
+func newApp(cfg *config, log *zap.Logger) (*app, error) {
+	provider, closers, err := newProvider(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := executor.NewLocal(executor.Options{
+		DefaultTimeout: cfg.timeout,
+		MaxTimeout:     cfg.maxTimeout,
+		KeepEnv:        cfg.keepEnv,
+		Secrets:        nonEmpty(cfg.apiKey),
+		Logger:         log.Named("executor"),
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start executor: %w", err), closeAll(closers))
+	}
+	a := &app{log: log, exec: ex, closers: closers}
+	a.sessions = sessions.New(sessions.Options{
+		OnClose: func(id string) {
+			if n := ex.KillOwned(id); n > 0 {
+				log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
+			}
+		},
+	})
+	a.toolset, err = bashtool.New(bashtool.Options{
+		Executor: ex,
+		Notify:   a.sessions.Notify,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("tools: %w", err), ex.Close(), closeAll(closers))
+	}
+	a.agent, err = acp.New(acp.Options{
+		Sessions: a.sessions,
+		Loop: &agent.Loop{
+			Provider:    provider,
+			Tools:       a.toolset.Tools(),
+			MaxRequests: cfg.maxRequests,
+			OS:          runtime.GOOS,
+			Logger:      log.Named("agent"),
+		},
+		Rules:   permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
+		Version: version,
+		Logger:  log.Named("acp"),
+	})
+	if err != nil {
+		return nil, errors.Join(err, a.toolset.Close(), ex.Close(), closeAll(closers))
+	}
+	return a, nil
+}
+
+// close kills every process group the agent started and releases files.
+// Safe to call more than once.
+func (a *app) close() error {
+	a.closeOnce.Do(func() {
+		a.sessions.CloseAll()
+		a.closeErr = errors.Join(a.toolset.Close(), a.exec.Close(), closeAll(a.closers))
+	})
+	return a.closeErr
+}
+
+func closeAll(fns []func() error) error {
+	var errs []error
+	for _, f := range fns {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
+
+func nonEmpty(s ...string) []string {
+	var out []string
+	for _, v := range s {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+)
+
+// The benchmarks of a newcomer's experience: start-up, session/new, a prompt
+// with one tool call, and idle memory. Run them with
+//
+//	go test -run '^$' -bench . -benchmem ./cmd/dsh-acp
+
+// BenchmarkStartup measures launching the binary until its initialize answer
+// arrives: what an editor waits for before it can show the agent.
+func BenchmarkStartup(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	script := benchScript(b, 0)
+	for b.Loop() {
+		p := startProc(b, "--script", script)
+		p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+		b.StopTimer()
+		p.stdin.Close()
+		for range p.lines {
+		}
+		<-p.done
+		b.StartTimer()
+	}
+}
+
+// inProcess is the whole agent served over pipes to an SDK client in the
+// same process, as the headless runner does.
+type inProcess struct {
+	conn *acpsdk.ClientSideConnection
+	stop func()
+}
+
+func startInProcess(b *testing.B, script string) *inProcess {
+	b.Helper()
+	cfg := &config{script: script, maxRequests: 100, timeout: 2 * time.Minute, maxTimeout: 10 * time.Minute, logLevel: "error"}
+	a, err := newApp(cfg, zap.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = a.agent.Serve(context.Background(), toAgentR, toClientW)
+		toClientW.Close()
+	}()
+	conn := acpsdk.NewClientSideConnection(&printer{w: io.Discard, yes: true}, toAgentW, toClientR)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
+		b.Fatal(err)
+	}
+	return &inProcess{conn: conn, stop: func() {
+		toAgentW.Close()
+		<-served
+		_ = a.close()
+	}}
+}
+
+// BenchmarkNewSession measures session/new from a client over pipes.
+func BenchmarkNewSession(b *testing.B) {
+	ip := startInProcess(b, benchScript(b, 0))
+	defer ip.stop()
+	dir := b.TempDir()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ip.conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPromptOneToolCall measures a whole prompt whose scripted model
+// asks for one command (`true`) and then answers: two model turns, one
+// process, and every session/update, over pipes.
+func BenchmarkPromptOneToolCall(b *testing.B) {
+	ip := startInProcess(b, benchScript(b, b.N))
+	defer ip.stop()
+	ctx := context.Background()
+	s, err := ip.conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: b.TempDir(), McpServers: []acpsdk.McpServer{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ip.conn.SetSessionMode(ctx, acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "auto"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := ip.conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("go")}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if resp.StopReason != acpsdk.StopReasonEndTurn {
+			b.Fatalf("stop reason %s", resp.StopReason)
+		}
+	}
+}
+
+// BenchmarkIdleMemory reports the resident memory of the real binary after
+// initialize and N idle sessions.
+func BenchmarkIdleMemory(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			var rss float64
+			for b.Loop() {
+				p := startProc(b, "--script", benchScript(b, 0))
+				p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+				dir := b.TempDir()
+				for range n {
+					p.call(ctx, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}})
+				}
+				rss = vmRSSMiB(b, p.cmd.Process.Pid)
+				p.stdin.Close()
+				for range p.lines {
+				}
+				<-p.done
+			}
+			b.ReportMetric(rss, "RSS-MiB")
+		})
+	}
+}
+
+func vmRSSMiB(b *testing.B, pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// benchScript writes n prompts' worth of turns: a `true` command, then text.
+func benchScript(b *testing.B, n int) string {
+	b.Helper()
+	var sb strings.Builder
+	sb.WriteString("# benchmark turns\n")
+	for range n {
+		sb.WriteString(`{"tool_calls":[{"name":"bash","arguments":{"command":"true","description":"Do nothing"}}]}` + "\n")
+		sb.WriteString(`{"text":"done"}` + "\n")
+	}
+	path := filepath.Join(b.TempDir(), "bench.jsonl")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/internal/logbridge"
+)
+
+// runExec runs one prompt through the same agent the editor gets, via an
+// in-process ACP client over pipes, and prints the stream for a person.
+func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	cfg, err := parseExec(args, env(getenv), stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		return 2
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, "dsh-acp", version)
+		return 0
+	}
+	log, closeLog, err := newLogger(cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		return 2
+	}
+	defer closeLog()
+	a, err := newApp(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		return 1
+	}
+	defer a.close()
+
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = a.agent.Serve(context.WithoutCancel(ctx), toAgentR, toClientW)
+		toClientW.Close()
+	}()
+	defer func() {
+		toAgentW.Close()
+		<-served
+	}()
+
+	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: isTerminal(stdout)}
+	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
+	conn.SetLogger(logbridge.New(log.Named("exec-client")))
+
+	stop, err := execPrompt(ctx, conn, cfg)
+	p.finish()
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		return 1
+	}
+	if stop != acpsdk.StopReasonEndTurn {
+		fmt.Fprintf(stderr, "dsh-acp exec: stopped: %s\n", stop)
+		if stop == acpsdk.StopReasonCancelled {
+			return 130
+		}
+	}
+	return 0
+}
+
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config) (acpsdk.StopReason, error) {
+	bg := context.WithoutCancel(ctx)
+	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
+		ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		// The display-only terminal gives us output as increments, which
+		// prints naturally to a terminal.
+		ClientCapabilities: acpsdk.ClientCapabilities{Meta: map[string]any{"terminal_output": true}},
+	}); err != nil {
+		return "", fmt.Errorf("initialize: %w", err)
+	}
+	sess, err := conn.NewSession(bg, acpsdk.NewSessionRequest{Cwd: cfg.cwd, McpServers: []acpsdk.McpServer{}})
+	if err != nil {
+		return "", fmt.Errorf("new session: %w", err)
+	}
+	// Ctrl-C cancels the turn the way an editor does; the prompt then
+	// answers "cancelled" and every process it started is stopped.
+	stopWatch := context.AfterFunc(ctx, func() {
+		_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: sess.SessionId})
+	})
+	defer stopWatch()
+	resp, err := conn.Prompt(bg, acpsdk.PromptRequest{
+		SessionId: sess.SessionId,
+		Prompt:    []acpsdk.ContentBlock{acpsdk.TextBlock(cfg.prompt)},
+	})
+	if err != nil {
+		var re *acpsdk.RequestError
+		if errors.As(err, &re) {
+			return "", errors.New(re.Message)
+		}
+		return "", err
+	}
+	return resp.StopReason, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// printer is the headless runner's ACP client: it prints the stream and
+// answers permission questions from --yes.
+type printer struct {
+	w        io.Writer
+	yes      bool
+	thoughts bool
+	color    bool
+
+	// mu guards everything below and orders writes.
+	mu sync.Mutex
+	// atLineStart: the last byte written was a newline (or nothing yet).
+	atLineStart bool
+	wrote       bool
+	// inThought: the last thing printed was a thought chunk.
+	inThought bool
+	// refused counts permission questions answered "reject". They are not
+	// printed when asked: a request is handled on its own goroutine and
+	// would overtake the notifications before it; the refused call's result
+	// says "permission denied" in order.
+	refused int
+}
+
+var _ acpsdk.Client = (*printer)(nil)
+
+const (
+	ansiDim   = "\x1b[2m"
+	ansiBold  = "\x1b[1m"
+	ansiReset = "\x1b[0m"
+)
+
+func (p *printer) style(code, s string) string {
+	if !p.color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (p *printer) write(s string) {
+	if s == "" {
+		return
+	}
+	io.WriteString(p.w, s)
+	p.wrote = true
+	p.atLineStart = strings.HasSuffix(s, "\n")
+}
+
+func (p *printer) newline() {
+	if p.wrote && !p.atLineStart {
+		p.write("\n")
+	}
+}
+
+func (p *printer) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.newline()
+	if p.refused > 0 {
+		p.write(p.style(ansiDim, fmt.Sprintf("(%d command(s) refused: pass --yes to let the agent run commands)", p.refused)) + "\n")
+	}
+}
+
+func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := n.Update
+	switch {
+	case u.AgentMessageChunk != nil:
+		if p.inThought {
+			p.newline()
+			p.inThought = false
+		}
+		if t := u.AgentMessageChunk.Content.Text; t != nil {
+			p.write(t.Text)
+		}
+	case u.AgentThoughtChunk != nil:
+		if t := u.AgentThoughtChunk.Content.Text; t != nil && p.thoughts {
+			if !p.inThought {
+				p.newline()
+				p.inThought = true
+			}
+			p.write(p.style(ansiDim, t.Text))
+		}
+	case u.ToolCall != nil:
+		p.inThought = false
+		p.newline()
+		line := "$ " + u.ToolCall.Title
+		if u.ToolCall.Kind != acpsdk.ToolKindExecute {
+			line = "• " + u.ToolCall.Title
+		}
+		p.write(p.style(ansiBold, line) + "\n")
+	case u.ToolCallUpdate != nil:
+		p.toolUpdate(u.ToolCallUpdate)
+	}
+	return nil
+}
+
+func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {
+	if out, ok := tu.Meta["terminal_output"].(map[string]any); ok {
+		if data, ok := out["data"].(string); ok {
+			p.write(data)
+		}
+		return
+	}
+	if tu.Status == nil || (*tu.Status != acpsdk.ToolCallStatusCompleted && *tu.Status != acpsdk.ToolCallStatusFailed) {
+		return
+	}
+	if _, ok := tu.Meta["terminal_exit"]; ok {
+		// The output was printed live; add what the markers would say.
+		p.newline()
+		if s := statusLine(tu.RawOutput); s != "" {
+			p.write(p.style(ansiDim, s) + "\n")
+		}
+		return
+	}
+	// A tool without a terminal: print the result text from its fenced block.
+	for _, c := range tu.Content {
+		if c.Content == nil || c.Content.Content.Text == nil {
+			continue
+		}
+		text := c.Content.Content.Text.Text
+		if body, ok := unfence(text); ok {
+			p.newline()
+			p.write(body)
+		}
+	}
+}
+
+// statusLine renders the markers of a finished command from its rawOutput.
+func statusLine(raw any) string {
+	out, ok := raw.(map[string]any)
+	if !ok {
+		return ""
+	}
+	var parts []string
+	if paths, ok := out["spillPaths"].([]any); ok && len(paths) > 0 {
+		for _, pth := range paths {
+			parts = append(parts, fmt.Sprintf("[full output: %v]", pth))
+		}
+	}
+	if out["timedOut"] == true {
+		parts = append(parts, "[timed out]")
+	}
+	if sig, ok := out["signal"].(string); ok && sig != "" {
+		parts = append(parts, "[killed by signal: "+sig+"]")
+	} else if code, ok := out["exitCode"].(float64); ok && code != 0 {
+		parts = append(parts, fmt.Sprintf("[exit code: %d]", int(code)))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// unfence returns the body of a ```console block.
+func unfence(s string) (string, bool) {
+	i := strings.Index(s, "console\n")
+	if i < 3 || strings.Trim(s[:i], "`") != "" {
+		return "", false
+	}
+	fence := s[:i]
+	body := strings.TrimSuffix(s[i+len("console\n"):], fence)
+	return body, true
+}
+
+func (p *printer) RequestPermission(_ context.Context, r acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := acpsdk.PermissionOptionKindRejectOnce
+	if p.yes {
+		want = acpsdk.PermissionOptionKindAllowOnce
+	} else {
+		p.refused++
+	}
+	for _, o := range r.Options {
+		if o.Kind == want {
+			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.RequestPermissionOutcome{
+				Selected: &acpsdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId, Outcome: "selected"},
+			}}, nil
+		}
+	}
+	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.RequestPermissionOutcome{
+		Cancelled: &acpsdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"},
+	}}, nil
+}
+
+var errNoFS = acpsdk.NewMethodNotFound("the headless runner offers no client file system or terminals")
+
+func (p *printer) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
+	return acpsdk.ReadTextFileResponse{}, errNoFS
+}
+
+func (p *printer) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
+	return acpsdk.WriteTextFileResponse{}, errNoFS
+}
+
+func (p *printer) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+	return acpsdk.CreateTerminalResponse{}, errNoFS
+}
+
+func (p *printer) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
+	return acpsdk.KillTerminalResponse{}, errNoFS
+}
+
+func (p *printer) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
+	return acpsdk.TerminalOutputResponse{}, errNoFS
+}
+
+func (p *printer) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+	return acpsdk.ReleaseTerminalResponse{}, errNoFS
+}
+
+func (p *printer) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
+	return acpsdk.WaitForTerminalExitResponse{}, errNoFS
+}

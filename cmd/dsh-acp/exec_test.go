@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) string { return "" }
+
+// TestExecTour runs the newcomer's first command: the scripted tour, offline,
+// with no key. It must show commands, their output, a failure's exit code and
+// a background task's output.
+func TestExecTour(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"exec", "--script", "../../examples/tour.jsonl", "--yes", "--cwd", dir, "Show me around"}, nil, &out, &errb, noEnv)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"Let me look around first.",
+		"$ pwd && ls | head -5",
+		dir,
+		"started background task bash-1",
+		"[exit code: 2]",
+		"tick 1\ntick 2\ntick 3\ndone",
+		"[status: completed, exit code: 0]",
+		"That was the tour",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\n--- output:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "The user wants a tour") {
+		t.Errorf("thoughts printed without --thoughts:\n%s", got)
+	}
+}
+
+// TestExecRefusesWithoutYes: without --yes every permission question is
+// answered "reject", the command does not run, and the model is told.
+func TestExecRefusesWithoutYes(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	script := writeScript(t,
+		`{"tool_calls":[{"name":"bash","arguments":{"command":"touch ran","description":"Create a marker file"}}]}`,
+		`{"text":"ok"}`)
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"exec", "--script", script, "--cwd", dir, "go"}, nil, &out, &errb, noEnv)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "refused") {
+		t.Errorf("no refusal shown:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "permission denied") {
+		t.Errorf("the model's result is not shown:\n%s", out.String())
+	}
+}
+
+func TestExecNeedsPrompt(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"exec"}, nil, &out, &errb, noEnv); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if !strings.Contains(errb.String(), "needs a prompt") {
+		t.Errorf("stderr = %q", errb.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout written: %q", out.String())
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		env       map[string]string
+		args      []string
+		wantKey   string
+		wantURL   string
+		wantModel string
+		wantErr   string
+	}{
+		{name: "dsh key wins", env: map[string]string{"DSH_API_KEY": "a", "DEEPSEEK_API_KEY": "b"}, wantKey: "a"},
+		{name: "deepseek key fallback", env: map[string]string{"DEEPSEEK_API_KEY": "b"}, wantKey: "b"},
+		{name: "env base url and model", env: map[string]string{"DSH_BASE_URL": "http://127.0.0.1:1/v1", "DSH_MODEL": "m"}, wantURL: "http://127.0.0.1:1/v1", wantModel: "m"},
+		{name: "flags beat env", env: map[string]string{"DSH_MODEL": "m"}, args: []string{"--model", "n"}, wantModel: "n"},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
+		{name: "timeout above max", args: []string{"--timeout", "20m"}, wantErr: "above --max-timeout"},
+		{name: "stray argument", args: []string{"hello"}, wantErr: "dsh-acp exec"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			getenv := func(k string) string { return tc.env[k] }
+			cfg, err := parseServe(tc.args, getenv, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.apiKey != tc.wantKey || cfg.baseURL != tc.wantURL || cfg.model != tc.wantModel {
+				t.Errorf("got key=%q url=%q model=%q", cfg.apiKey, cfg.baseURL, cfg.model)
+			}
+		})
+	}
+}
+
+// TestVersionPrintsNothingElse: --version is the one line on stdout.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, nil, &out, &errb, noEnv); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.HasPrefix(out.String(), "dsh-acp ") || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("stdout = %q", out.String())
+	}
+}
