@@ -189,6 +189,11 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 				// callers can branch on it whatever the provider returned.
 				err = fmt.Errorf("%w: %w", ErrProvider, err)
 			}
+			if errors.Is(err, ErrProvider) {
+				// Provider errors are written for the user already (what
+				// failed, where, what to do); a prefix would only bury that.
+				return out, err
+			}
 			return out, fmt.Errorf("model request %d: %w", n+1, err)
 		}
 		msg := resp.Message

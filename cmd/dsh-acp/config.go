@@ -103,8 +103,8 @@ func parseExec(args []string, getenv env, stderr io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	// Default logging of the headless runner is quiet: the terminal is for the
-	// person reading the stream.
-	cfg.logLevel = "warn"
+	// person reading the stream, and failures are printed for them anyway.
+	cfg.logLevel = "error"
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
