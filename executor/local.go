@@ -224,6 +224,9 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 		p.terminate(false)
 	})
+	// Sampled before collect: a Close that only finds leftovers of a shell
+	// that already exited did not abort the command.
+	closed := p.closing()
 	p.collect()
 
 	res.Stdout = p.stdout.output()
@@ -236,7 +239,7 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 	if aborted {
 		return res, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx))
 	}
-	if p.closing() {
+	if closed {
 		return res, fmt.Errorf("%w: %w", ErrAborted, ErrClosed)
 	}
 	return res, nil

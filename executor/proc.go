@@ -147,6 +147,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		_ = p.cmd.Wait() // the status is read from ProcessState
 		close(p.exited)
 	}()
+	l.logger.Debug("command started", zap.String("label", label), zap.Int("pgid", p.cmd.Process.Pid), zap.String("workdir", spec.Workdir))
 	p.readersLeft.Store(2)
 	go p.read(outR, p.stdout)
 	go p.read(errR, p.stderr)

@@ -446,3 +446,38 @@ func TestRunConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Credentials in the base environment never reach a command, except the
+// names configured to be kept; API keys go whatever KeepEnv says.
+func TestRunEnvScrubbed(t *testing.T) {
+	t.Parallel()
+	const key = "sk-live-0123456789"
+	l := newLocal(t, executor.Options{
+		Env: []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=/nowhere",
+			"GITHUB_TOKEN=ghp_x", "Db_Password=pw", "AWS_SECRET_ACCESS_KEY=aws", "NPM_TOKEN=npm",
+			"DSH_API_KEY=" + key, "DEEPSEEK_API_KEY=" + key, "OPENAI_API_KEY=" + key,
+			"CUSTOM_MODEL_CRED=" + key, "LOOKS_INNOCENT=" + key,
+			"GIT_ASKPASS=/usr/bin/askpass", "SSH_ASKPASS=/usr/bin/askpass", "TERM=xterm",
+		},
+		KeepEnv:   []string{"NPM_TOKEN", "DSH_API_KEY"},
+		APIKeyEnv: []string{"CUSTOM_MODEL_CRED"},
+		Secrets:   []string{key},
+	})
+	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "env | sort"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"GCM_INTERACTIVE=never", "GIT_EDITOR=true", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "HOME=/nowhere",
+		"NO_COLOR=1", "NPM_TOKEN=npm", "PAGER=cat", "PATH=" + os.Getenv("PATH"), "TERM=dumb"}
+	var got []string
+	for _, kv := range strings.Split(strings.TrimSpace(res.Stdout.Text), "\n") {
+		// bash itself adds these.
+		if name, _, _ := strings.Cut(kv, "="); name != "PWD" && name != "SHLVL" && name != "_" && name != "OLDPWD" {
+			got = append(got, kv)
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("environment (-want +got):\n%s", d)
+	}
+}

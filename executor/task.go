@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+
+	"go.uber.org/zap"
 )
 
 // task is a background command. Tasks are kept for the executor's lifetime:
@@ -86,6 +88,7 @@ func (l *Local) supervise(t *task) {
 	if st.Signal != "" {
 		st.State = Killed
 	}
+	l.logger.Debug("task ended", zap.String("task", t.id), zap.Stringer("state", st.State), zap.Int("exit_code", st.ExitCode), zap.String("signal", st.Signal))
 	l.finish(t, st)
 	p.reap()
 }

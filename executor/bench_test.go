@@ -1,0 +1,83 @@
+package executor_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// Run them with: go test -run XXX -bench . -benchmem ./executor
+// (the 1 GiB ones with -benchtime=1x).
+
+func benchLocal(b *testing.B) *executor.Local {
+	b.Helper()
+	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: b.TempDir(), SpillDir: b.TempDir(), AllowInspection: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func BenchmarkRunTrue(b *testing.B) {
+	l := benchLocal(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := l.Run(ctx, executor.Spec{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExecCommandTrue is the floor RunTrue is measured against.
+func BenchmarkExecCommandTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("bash", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const gib = 1 << 30
+
+var gibCmd = "head -c 1073741824 /dev/zero"
+
+// BenchmarkCapture1GiB captures 1 GiB of stdout (tail in memory, every byte
+// to the spill file) and reports the growth of peak RSS while doing it.
+func BenchmarkCapture1GiB(b *testing.B) {
+	l := benchLocal(b)
+	ctx := context.Background()
+	if _, err := l.Run(ctx, executor.Spec{Command: "seq 100000"}); err != nil { // warm up
+		b.Fatal(err)
+	}
+	base := resetPeakRSS()
+	b.SetBytes(gib)
+	b.ResetTimer()
+	for range b.N {
+		res, err := l.Run(ctx, executor.Spec{Command: gibCmd})
+		if err != nil || res.Stdout.Bytes != gib {
+			b.Fatalf("run: %v, %d bytes", err, res.Stdout.Bytes)
+		}
+		b.StopTimer()
+		_ = os.Remove(res.Stdout.SpillPath)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(memStat("VmHWM")-base)/1024, "peak-rss-MiB")
+}
+
+// BenchmarkDiscard1GiB is the same command copied to io.Discard by os/exec.
+func BenchmarkDiscard1GiB(b *testing.B) {
+	b.SetBytes(gib)
+	for range b.N {
+		cmd := exec.Command("bash", "-c", gibCmd)
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
