@@ -45,7 +45,12 @@ type proc struct {
 	gone    bool      // the group is known empty: never signal it again (pid reuse)
 }
 
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+// Read buffers: the pipe's default capacity for most commands, a larger one
+// for heavy producers (see growPipe).
+var (
+	readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+	bigBufs  = sync.Pool{New: func() any { b := make([]byte, bigPipe/4); return &b }}
+)
 
 // begin counts a new operation for Close to wait on, unless closed.
 func (l *Local) begin() error {
@@ -187,10 +192,20 @@ func (l *Local) forget(p *proc) {
 func (p *proc) read(f *os.File, c *capture) {
 	bp := readBufs.Get().(*[]byte)
 	buf := *bp
+	var total int
+	grown := false
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
 			_, _ = c.Write(buf[:n])
+			total += n
+			if !grown && total >= growPipeAfter {
+				grown = true
+				growPipe(f)
+				readBufs.Put(bp)
+				bp = bigBufs.Get().(*[]byte)
+				buf = *bp
+			}
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			drain(f, c, buf)
@@ -199,11 +214,34 @@ func (p *proc) read(f *os.File, c *capture) {
 			break
 		}
 	}
-	readBufs.Put(bp)
+	if grown {
+		bigBufs.Put(bp)
+	} else {
+		readBufs.Put(bp)
+	}
 	_ = f.Close()
 	if p.readersLeft.Add(-1) == 0 {
 		close(p.readersDone)
 	}
+}
+
+// growPipeAfter is the stream size from which its pipe is enlarged to
+// bigPipe. Only heavy producers get one: big pipes count against the user's
+// pipe-user-pages-soft budget, and past it every new pipe of the user (the
+// editor's included) is cut down to one page.
+const (
+	growPipeAfter = 1 << 20
+	bigPipe       = 1 << 20
+)
+
+// growPipe lets a heavy producer write ahead while we read, so it blocks
+// less and we do fewer, fuller reads. Failure only costs throughput.
+func growPipe(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, bigPipe) })
 }
 
 // maxDrain bounds the final drain: a leftover that keeps writing must not
