@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -421,20 +422,26 @@ func TestRunOutputLimits(t *testing.T) {
 func TestRunConcurrent(t *testing.T) {
 	// Not parallel: 200 shells at once on two cores would stall the
 	// timing-sensitive tests around it.
-	l := newLocal(t, executor.Options{})
+	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: t.TempDir(), AllowInspection: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := testCtx(t, 60*time.Second)
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	groups := make([]int, n)
 	for i := range n {
 		wg.Go(func() {
-			cmd := fmt.Sprintf("for j in 1 2 3; do echo out%d-$j; echo err%d-$j >&2; done; exit %d", i, i, i%7)
+			cmd := fmt.Sprintf("echo $$ >&2; for j in 1 2 3; do echo out%d-$j; echo err%d-$j >&2; done; exit %d", i, i, i%7)
 			res, err := l.Run(ctx, executor.Spec{Command: cmd})
+			pg, rest, _ := strings.Cut(res.Stderr.Text, "\n")
+			groups[i], _ = strconv.Atoi(pg)
 			switch {
 			case err != nil:
 				errs <- fmt.Errorf("%d: %w", i, err)
 			case res.Stdout.Text != fmt.Sprintf("out%d-1\nout%d-2\nout%d-3\n", i, i, i),
-				res.Stderr.Text != fmt.Sprintf("err%d-1\nerr%d-2\nerr%d-3\n", i, i, i),
+				rest != fmt.Sprintf("err%d-1\nerr%d-2\nerr%d-3\n", i, i, i),
 				res.ExitCode != i%7:
 				errs <- fmt.Errorf("%d: mixed result %+v", i, res)
 			}
@@ -444,6 +451,14 @@ func TestRunConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pg := range groups {
+		if live := liveGroupMembers(t, pg); pg <= 0 || len(live) > 0 {
+			t.Errorf("group %d: live members %v after Close", pg, live)
+		}
 	}
 }
 
