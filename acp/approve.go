@@ -35,14 +35,12 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 		if call.Name != "bash" {
 			return agent.Approval{Allowed: true}, nil
 		}
-		var args struct {
-			Command string `json:"command"`
-		}
-		if json.Unmarshal([]byte(call.Args), &args) != nil || strings.TrimSpace(args.Command) == "" {
+		command, ok := commandArg(call.Args)
+		if !ok {
 			// The tool rejects these arguments without running anything.
 			return agent.Approval{Allowed: true}, nil
 		}
-		d := a.opts.Rules.Check(args.Command, s.Remembered())
+		d := a.opts.Rules.Check(command, s.Remembered())
 		switch {
 		case d.Verdict == permission.Deny:
 			log.Info("command denied by rule", zap.String("rule", d.Rule))
@@ -50,8 +48,25 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 		case d.Verdict == permission.Allow, s.Mode() == sessions.ModeAuto:
 			return agent.Approval{Allowed: true}, nil
 		}
-		return a.ask(ctx, s, conn, call, args.Command, log)
+		return a.ask(ctx, s, conn, call, command, log)
 	})
+}
+
+// commandArg reads the "command" property exactly as the bash tool does: by
+// its exact, case-sensitive key. (Decoding into a struct would match
+// "Command" or "COMMAND" too, case-insensitively, so a model could have one
+// command checked against the rules and another one run.) ok is false when
+// the tool will refuse the arguments without running anything.
+func commandArg(args string) (string, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) != nil {
+		return "", false
+	}
+	var command string
+	if json.Unmarshal(obj["command"], &command) != nil || strings.TrimSpace(command) == "" {
+		return "", false
+	}
+	return command, true
 }
 
 func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, command string, log *zap.Logger) (agent.Approval, error) {

@@ -1,0 +1,100 @@
+package acp_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+)
+
+// rawConn speaks newline-delimited JSON to a served Agent by hand, for
+// frames no well-behaved client would send.
+type rawConn struct {
+	t     *testing.T
+	w     io.Writer
+	lines chan []byte
+}
+
+func newRawConn(t *testing.T) *rawConn {
+	a, _ := newAgent(t, harnessOptions{provider: agent.ProviderFunc(nil)})
+	w, r := serve(t, a)
+	lines := make(chan []byte, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- append([]byte(nil), sc.Bytes()...)
+		}
+	}()
+	return &rawConn{t: t, w: w, lines: lines}
+}
+
+func (c *rawConn) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.w, line+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+type frame struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (c *rawConn) recv() frame {
+	c.t.Helper()
+	select {
+	case b, ok := <-c.lines:
+		if !ok {
+			c.t.Fatal("the agent closed its output")
+		}
+		var f frame
+		if err := json.Unmarshal(b, &f); err != nil {
+			c.t.Fatalf("agent wrote a non-JSON line %q: %v", b, err)
+		}
+		return f
+	case <-testCtx(c.t).Done():
+		c.t.Fatal("timed out waiting for a reply")
+		return frame{}
+	}
+}
+
+func TestMalformedFrames(t *testing.T) {
+	t.Parallel()
+	c := newRawConn(t)
+	tests := []struct {
+		name     string
+		send     string
+		wantID   string
+		wantCode int // 0: a result
+	}{
+		{name: "not JSON", send: `{"jsonrpc":"2.0","id":1,"method":`, wantID: "null", wantCode: -32700},
+		{name: "garbage", send: `hello`, wantID: "null", wantCode: -32700},
+		{name: "still serving", send: `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}`, wantID: "2"},
+		{name: "batch", send: `[{"jsonrpc":"2.0","id":3,"method":"initialize"}]`, wantID: "null", wantCode: -32600},
+		{name: "no method", send: `{"jsonrpc":"2.0","id":4}`, wantID: "4", wantCode: -32600},
+		{name: "unknown method", send: `{"jsonrpc":"2.0","id":5,"method":"session/frobnicate","params":{}}`, wantID: "5", wantCode: -32601},
+		{name: "bad params", send: `{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":5,"mcpServers":[]}}`, wantID: "6", wantCode: -32602},
+		{name: "unknown session", send: `{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}`, wantID: "7", wantCode: -32002},
+		{name: "still serving at the end", send: `{"jsonrpc":"2.0","id":8,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`, wantID: "8"},
+	}
+	for _, tt := range tests {
+		c.send(tt.send)
+		f := c.recv()
+		if string(f.ID) != tt.wantID {
+			t.Errorf("%s: reply id = %s, want %s", tt.name, f.ID, tt.wantID)
+		}
+		switch {
+		case tt.wantCode == 0 && f.Error != nil:
+			t.Errorf("%s: error %+v, want a result", tt.name, *f.Error)
+		case tt.wantCode != 0 && (f.Error == nil || f.Error.Code != tt.wantCode):
+			t.Errorf("%s: reply %+v, want error %d", tt.name, f, tt.wantCode)
+		}
+	}
+}

@@ -1,0 +1,437 @@
+package acp_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/sessions"
+)
+
+// realDir resolves symlinks so a directory compares equal to what pwd prints.
+func realDir(t *testing.T, dir string) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// finalText waits for the final update of tool call id and returns its
+// content text.
+func (h *harness) finalText(sid acpsdk.SessionId, id string) (string, acpsdk.ToolCallStatus) {
+	h.t.Helper()
+	u := h.client.waitUpdate(h.t, h.ctx, sid, "final update of "+id, isFinal(id))
+	return contentText(u.ToolCallUpdate.Content), *u.ToolCallUpdate.Status
+}
+
+// livePID waits for a live-output update of tool call id whose console
+// block holds a pid line, and returns the pid.
+func (h *harness) livePID(sid acpsdk.SessionId, id string) int {
+	h.t.Helper()
+	var pid int
+	h.client.waitUpdate(h.t, h.ctx, sid, "the pid of "+id, func(u acpsdk.SessionUpdate) bool {
+		tu := u.ToolCallUpdate
+		if tu == nil || string(tu.ToolCallId) != id {
+			return false
+		}
+		txt := contentText(tu.Content)
+		_, after, ok := strings.Cut(txt, "```console\n")
+		if !ok {
+			return false
+		}
+		line, _, _ := strings.Cut(after, "\n")
+		_, err := fmt.Sscanf(line, "%d", &pid)
+		return err == nil && pid > 0
+	})
+	return pid
+}
+
+// TestSessionsRunInTheirOwnCwdWithoutBlockingEachOther: session A's command
+// blocks on a fifo that is only opened after session B's whole prompt
+// completed, so B cannot have waited for A.
+func TestSessionsRunInTheirOwnCwdWithoutBlockingEachOther(t *testing.T) {
+	t.Parallel()
+	gate := fifo(t)
+	h := newHarness(t, harnessOptions{provider: script{
+		"in A": steps(bash("a1", "pwd; cat "+gate+" >/dev/null; echo released")),
+		"in B": steps(bash("b1", "pwd")),
+	}})
+	sidA, dirA := h.newSession(sessions.ModeAuto)
+	sidB, dirB := h.newSession(sessions.ModeAuto)
+
+	doneA := h.promptAsync(sidA, "in A")
+	h.client.waitUpdate(t, h.ctx, sidA, "A's command to run", isStatus("a1", acpsdk.ToolCallStatusInProgress))
+
+	respB, err := h.prompt(sidB, "in B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if respB.StopReason != acpsdk.StopReasonEndTurn {
+		t.Errorf("B stop reason = %q", respB.StopReason)
+	}
+	textB, statusB := h.finalText(sidB, "b1")
+	if statusB != acpsdk.ToolCallStatusCompleted || !strings.Contains(textB, realDir(t, dirB)+"\n") {
+		t.Errorf("B's pwd result (%s) = %q, want %s", statusB, textB, dirB)
+	}
+	select {
+	case r := <-doneA:
+		t.Fatalf("A finished before its gate opened: %+v", r)
+	default:
+	}
+
+	release(t, h.ctx, gate)
+	rA := h.await(doneA, "A's prompt")
+	if rA.err != nil || rA.resp.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("A = %+v, %v; want end_turn", rA.resp, rA.err)
+	}
+	textA, statusA := h.finalText(sidA, "a1")
+	if statusA != acpsdk.ToolCallStatusCompleted || !strings.Contains(textA, realDir(t, dirA)+"\nreleased\n") {
+		t.Errorf("A's result (%s) = %q, want %s then released", statusA, textA, dirA)
+	}
+	// Updates never cross sessions.
+	if len(toolUpdates(h.client.updatesOf(sidA), "b1")) != 0 || len(toolUpdates(h.client.updatesOf(sidB), "a1")) != 0 {
+		t.Error("a tool update was sent to the wrong session")
+	}
+}
+
+// TestPendingPermissionDoesNotBlockOtherSessions: while session A waits for
+// the user, session/new and a whole prompt of session B go through.
+func TestPendingPermissionDoesNotBlockOtherSessions(t *testing.T) {
+	t.Parallel()
+	var sidA atomic.Value
+	releaseA := make(chan struct{})
+	h := newHarness(t, harnessOptions{
+		provider: script{
+			"ask A": steps(bash("a1", "echo from A")),
+			"ask B": steps(bash("b1", "echo from B")),
+		},
+		onPermission: func(ctx context.Context, r acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+			if r.SessionId == sidA.Load() {
+				select {
+				case <-releaseA:
+				case <-ctx.Done():
+					return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
+				}
+			}
+			return selected("allow_once"), nil
+		},
+	})
+	a, _ := h.newSession(sessions.ModeAsk)
+	sidA.Store(a)
+	doneA := h.promptAsync(a, "ask A")
+	h.client.waitUntil(t, h.ctx, "A's permission request", func(_ []acpsdk.SessionNotification, perms []acpsdk.RequestPermissionRequest) bool {
+		return len(perms) > 0 && perms[0].SessionId == a
+	})
+
+	b, _ := h.newSession(sessions.ModeAsk) // session/new is not delayed
+	respB, err := h.prompt(b, "ask B")
+	if err != nil || respB.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("B = %+v, %v; want end_turn while A waits", respB, err)
+	}
+	if txt, _ := h.finalText(b, "b1"); !strings.Contains(txt, "from B") {
+		t.Errorf("B's result = %q", txt)
+	}
+	select {
+	case r := <-doneA:
+		t.Fatalf("A finished while its permission request was pending: %+v", r)
+	default:
+	}
+	close(releaseA)
+	rA := h.await(doneA, "A's prompt")
+	if rA.err != nil || rA.resp.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("A = %+v, %v", rA.resp, rA.err)
+	}
+	if txt, _ := h.finalText(a, "a1"); !strings.Contains(txt, "from A") {
+		t.Errorf("A's result = %q", txt)
+	}
+}
+
+// TestCancelKillsForegroundCommand: session/cancel during a long command
+// ends the prompt "cancelled" without error, the command's process is gone
+// by then, the final failed update reached the client first, and the
+// session's background task keeps running.
+func TestCancelKillsForegroundCommand(t *testing.T) {
+	t.Parallel()
+	bgPIDFile := filepath.Join(t.TempDir(), "bg.pid")
+	h := newHarness(t, harnessOptions{provider: script{
+		"long": steps(
+			bash("bg", "echo $$ > "+bgPIDFile+"; exec sleep 1000", "run_in_background", true),
+			bash("fg", "echo $$; exec sleep 1000"),
+		),
+		"after": steps(text("still here")),
+	}})
+	sid, _ := h.newSession(sessions.ModeAuto)
+	done := h.promptAsync(sid, "long")
+	pid := h.livePID(sid, "fg")
+	bgPID := atoi(t, waitFile(t, h.ctx, bgPIDFile))
+
+	h.cancel(sid)
+	r := h.await(done, "the cancelled prompt")
+	if r.err != nil {
+		t.Fatalf("cancelled prompt answered an error: %v", r.err)
+	}
+	if r.resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Errorf("stop reason = %q, want cancelled", r.resp.StopReason)
+	}
+	if !gone(pid) {
+		t.Errorf("foreground process %d still exists after the prompt answered", pid)
+	}
+	// The final update was delivered before the prompt's answer.
+	ups := toolUpdates(h.client.updatesOf(sid), "fg")
+	last := ups[len(ups)-1]
+	if last.Status == nil || *last.Status != acpsdk.ToolCallStatusFailed || !strings.Contains(contentText(last.Content), "Error: command aborted") {
+		t.Errorf("last update of the command = %+v, want failed with command aborted", last)
+	}
+	if gone(bgPID) {
+		t.Errorf("background task %d was killed by a cancel", bgPID)
+	}
+	// The session goes on, and the model hears the abort.
+	if resp, err := h.prompt(sid, "after"); err != nil || resp.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt after cancel = %+v, %v", resp, err)
+	}
+	s, err := h.reg.Get(string(sid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range s.History() {
+		if m.Role == agent.RoleTool && m.ToolCallID == "fg" {
+			found = m.Content == "Error: command aborted"
+		}
+	}
+	if !found {
+		t.Errorf("history lacks the aborted result: %+v", s.History())
+	}
+}
+
+// TestCancelReturnsAtOnce: a turn that is slow to wind down after its cancel
+// must not hold up the session/cancel of another session (the SDK handles
+// notifications one at a time).
+func TestCancelReturnsAtOnce(t *testing.T) {
+	t.Parallel()
+	entered := make(chan string, 2)
+	holdA := make(chan struct{})
+	h := newHarness(t, harnessOptions{provider: script{
+		"slow to stop": func(ctx context.Context, _ int, _ agent.Request, _ func(agent.Delta)) (agent.Response, error) {
+			entered <- "A"
+			<-ctx.Done()
+			<-holdA
+			return agent.Response{}, ctx.Err()
+		},
+		"quick to stop": func(ctx context.Context, _ int, _ agent.Request, _ func(agent.Delta)) (agent.Response, error) {
+			entered <- "B"
+			<-ctx.Done()
+			return agent.Response{}, ctx.Err()
+		},
+	}})
+	defer func() {
+		select {
+		case <-holdA:
+		default:
+			close(holdA)
+		}
+	}()
+	a, _ := h.newSession(sessions.ModeAuto)
+	b, _ := h.newSession(sessions.ModeAuto)
+	doneA := h.promptAsync(a, "slow to stop")
+	doneB := h.promptAsync(b, "quick to stop")
+	for range 2 {
+		select {
+		case <-entered:
+		case <-h.ctx.Done():
+			t.Fatal("timed out waiting for both turns to start")
+		}
+	}
+	h.cancel(a)
+	h.cancel(b)
+	rB := h.await(doneB, "B's cancelled prompt")
+	if rB.err != nil || rB.resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Errorf("B = %+v, %v; want cancelled", rB.resp, rB.err)
+	}
+	select {
+	case r := <-doneA:
+		t.Fatalf("A answered while its model stream was held: %+v", r)
+	default:
+	}
+	close(holdA)
+	rA := h.await(doneA, "A's cancelled prompt")
+	if rA.err != nil || rA.resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Errorf("A = %+v, %v; want cancelled", rA.resp, rA.err)
+	}
+}
+
+// TestSecondPromptSupersedes: a prompt on a busy session cancels the running
+// turn (killing its command); the first answers "cancelled" and has ended —
+// history appended, process gone — before the second turn's first model
+// request.
+func TestSecondPromptSupersedes(t *testing.T) {
+	t.Parallel()
+	var firstPID atomic.Int64
+	type seen struct {
+		aborted  string
+		pidGone  bool
+		requests int
+	}
+	seenCh := make(chan seen, 1)
+	h := newHarness(t, harnessOptions{provider: script{
+		"first": steps(bash("f1", "echo $$; exec sleep 1000")),
+		"second": func(_ context.Context, step int, req agent.Request, _ func(agent.Delta)) (agent.Response, error) {
+			switch step {
+			case 0:
+				res, _ := toolResult(req, "f1")
+				seenCh <- seen{aborted: res, pidGone: gone(int(firstPID.Load()))}
+				return bash("s1", "echo $$; exec sleep 1000"), nil
+			}
+			return text("second done"), nil
+		},
+	}})
+	sid, _ := h.newSession(sessions.ModeAuto)
+	first := h.promptAsync(sid, "first")
+	firstPID.Store(int64(h.livePID(sid, "f1")))
+
+	second := h.promptAsync(sid, "second")
+	r1 := h.await(first, "the superseded prompt")
+	if r1.err != nil || r1.resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Errorf("first = %+v, %v; want cancelled", r1.resp, r1.err)
+	}
+	// The second turn runs its own long command; session/cancel must reach
+	// it although the SDK's own cancel for this session was dropped when
+	// the superseded prompt returned.
+	secondPID := h.livePID(sid, "s1")
+	h.cancel(sid)
+	r2 := h.await(second, "the second prompt")
+	if r2.err != nil || r2.resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Errorf("second = %+v, %v; want cancelled", r2.resp, r2.err)
+	}
+	if !gone(secondPID) {
+		t.Errorf("second command %d survived the cancel", secondPID)
+	}
+	s := <-seenCh
+	if s.aborted != "Error: command aborted" {
+		t.Errorf("second turn's request carries f1 = %q, want the first turn's aborted result", s.aborted)
+	}
+	if !s.pidGone {
+		t.Errorf("the first turn's command %d was still alive when the second turn started", firstPID.Load())
+	}
+}
+
+// TestCancelWithdrawsPermissionRequest: session/cancel while the user is
+// being asked withdraws the request; the command never runs.
+func TestCancelWithdrawsPermissionRequest(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	withdrawn := make(chan struct{})
+	h := newHarness(t, harnessOptions{
+		provider: script{"ask": steps(bash("c1", "touch "+marker))},
+		onPermission: func(ctx context.Context, _ acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+			<-ctx.Done() // only the agent's withdrawal ($/cancel_request) ends this
+			close(withdrawn)
+			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
+		},
+	})
+	sid, _ := h.newSession(sessions.ModeAsk)
+	done := h.promptAsync(sid, "ask")
+	h.client.waitUntil(t, h.ctx, "the permission request", func(_ []acpsdk.SessionNotification, p []acpsdk.RequestPermissionRequest) bool {
+		return len(p) == 1
+	})
+	h.cancel(sid)
+	r := h.await(done, "the cancelled prompt")
+	if r.err != nil || r.resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Errorf("prompt = %+v, %v; want cancelled", r.resp, r.err)
+	}
+	select {
+	case <-withdrawn:
+	case <-h.ctx.Done():
+		t.Fatal("the pending permission request was never withdrawn")
+	}
+	if txt, st := h.finalText(sid, "c1"); st != acpsdk.ToolCallStatusFailed || !strings.Contains(txt, "command aborted") {
+		t.Errorf("final update = %s %q", st, txt)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran although its permission request was withdrawn")
+	}
+}
+
+// TestClientCancelsPermission: a client that answers "cancelled" itself
+// (as Zed does after session/cancel) ends the turn cancelled.
+func TestClientCancelsPermission(t *testing.T) {
+	t.Parallel()
+	var h *harness
+	var sid acpsdk.SessionId
+	h = newHarness(t, harnessOptions{
+		provider: script{"ask": steps(bash("c1", "echo never"), bash("c2", "echo never"))},
+		onPermission: func(ctx context.Context, _ acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+			// The editor sends session/cancel, then answers pending requests.
+			if err := h.conn.Cancel(ctx, acpsdk.CancelNotification{SessionId: sid}); err != nil {
+				return acpsdk.RequestPermissionResponse{}, err
+			}
+			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
+		},
+	})
+	sid, _ = h.newSession(sessions.ModeAsk)
+	resp, err := h.prompt(sid, "ask")
+	if err != nil || resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Fatalf("prompt = %+v, %v; want cancelled", resp, err)
+	}
+	if n := len(h.client.permsOf(sid)); n != 1 {
+		t.Errorf("%d permission requests, want 1 (no new question after the cancel)", n)
+	}
+}
+
+// TestCloseSession: session/close cancels the turn, kills the session's
+// background tasks (not other sessions'), and forgets the session.
+func TestCloseSession(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := func(name string) string { return filepath.Join(dir, name) }
+	h := newHarness(t, harnessOptions{provider: script{
+		"start A": steps(bash("bg", "echo $$ > "+pidFile("a")+"; exec sleep 1000", "run_in_background", true)),
+		"start B": steps(bash("bg", "echo $$ > "+pidFile("b")+"; exec sleep 1000", "run_in_background", true)),
+		"long A":  steps(bash("fg", "echo $$; exec sleep 1000")),
+	}})
+	a, _ := h.newSession(sessions.ModeAuto)
+	b, _ := h.newSession(sessions.ModeAuto)
+	for sid, p := range map[acpsdk.SessionId]string{a: "start A", b: "start B"} {
+		if resp, err := h.prompt(sid, p); err != nil || resp.StopReason != acpsdk.StopReasonEndTurn {
+			t.Fatalf("%s = %+v, %v", p, resp, err)
+		}
+	}
+	bgA := atoi(t, waitFile(t, h.ctx, pidFile("a")))
+	bgB := atoi(t, waitFile(t, h.ctx, pidFile("b")))
+
+	done := h.promptAsync(a, "long A")
+	fg := h.livePID(a, "fg")
+	if _, err := h.conn.CloseSession(h.ctx, acpsdk.CloseSessionRequest{SessionId: a}); err != nil {
+		t.Fatal(err)
+	}
+	r := h.await(done, "the prompt of the closed session")
+	if r.err != nil || r.resp.StopReason != acpsdk.StopReasonCancelled {
+		t.Errorf("prompt = %+v, %v; want cancelled", r.resp, r.err)
+	}
+	if !gone(fg) {
+		t.Errorf("foreground command %d outlived the close", fg)
+	}
+	waitGone(t, h.ctx, bgA)
+	if gone(bgB) {
+		t.Error("closing session A killed session B's background task")
+	}
+	_, err := h.prompt(a, "start A")
+	re := requestError(t, err, -32002)
+	if !strings.Contains(errorText(re), string(a)) {
+		t.Errorf("error %q does not name the session", errorText(re))
+	}
+	_, err = h.conn.CloseSession(h.ctx, acpsdk.CloseSessionRequest{SessionId: a})
+	requestError(t, err, -32002)
+	if _, err := h.reg.Get(string(b)); err != nil {
+		t.Errorf("session B: %v", err)
+	}
+}
