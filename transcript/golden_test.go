@@ -1,0 +1,510 @@
+package transcript_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Normalisation rules (README.md repeats them for people writing goldens):
+//
+//  1. The scenario's temporary root becomes $TMP.
+//  2. The executor's private spill directory ($TMP/tmp/dsh-acp-spill-*)
+//     becomes $SPILL, and the random part of a spill file name becomes
+//     "*": $SPILL/run-stdout-*.log.
+//  3. Session ids (UUIDs) become $SESSION1, $SESSION2 … in order of first
+//     appearance on the wire.
+//  4. Ids of the agent's own requests (session/request_permission) become
+//     $AGENT_REQ1 … in their order in the golden, in the request and in the
+//     client's reply. The client's request ids are its own, deterministic
+//     counter and are kept.
+//  5. A string longer than longString bytes becomes
+//     "$LONG{<bytes> bytes, sha256 <16 hex>}<head>…<tail>", hashed after
+//     rules 1-3, so it is pinned exactly but stays readable.
+//  6. Live-output updates are left out: a tool_call_update without a status
+//     that carries content or _meta.terminal_output. Their number depends on
+//     timing; checkLiveUpdates asserts that none follows a call's final
+//     update.
+//  7. Model requests: the tool list is replaced by $TOOLS when it equals
+//     model-tools.json, and the system prompt by $SYSTEM_PROMPT(cwd=…) when
+//     it equals system-prompt.txt with that cwd; a request repeating the
+//     previous request of its tag says so instead of repeating the messages.
+//
+// Frames are grouped: the connection (initialize, session/new, frames
+// naming no session) first, then each session in order of first
+// appearance; within a group frames keep their order, and a response goes
+// with its request. Sessions that run at once therefore cannot reorder the
+// golden.
+
+const longString = 2048
+
+var (
+	uuidRE      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	spillDirRE  = regexp.MustCompile(`\$TMP/tmp/dsh-acp-spill-[^/"\s]+`)
+	spillFileRE = regexp.MustCompile(`(\$SPILL/[A-Za-z0-9_.-]+?)-[0-9]+\.log`)
+	cwdRE       = regexp.MustCompile(`The session's working directory is (.*?)\. Every bash call`)
+)
+
+type normaliser struct {
+	root     string
+	sessions map[string]string
+}
+
+func (n *normaliser) str(s string) string {
+	s = strings.ReplaceAll(s, n.root, "$TMP")
+	s = spillDirRE.ReplaceAllString(s, "$$SPILL")
+	s = spillFileRE.ReplaceAllString(s, "$1-*.log")
+	s = uuidRE.ReplaceAllStringFunc(s, func(id string) string {
+		if v, ok := n.sessions[id]; ok {
+			return v
+		}
+		v := "$SESSION" + strconv.Itoa(len(n.sessions)+1)
+		n.sessions[id] = v
+		return v
+	})
+	return s
+}
+
+// value returns a normalised deep copy of v, walking object keys in sorted
+// order so "first appearance" is deterministic.
+func (n *normaliser) value(v any) any {
+	switch x := v.(type) {
+	case string:
+		return n.str(x)
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = n.value(x[i])
+		}
+		return out
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(map[string]any, len(x))
+		for _, k := range keys {
+			out[n.str(k)] = n.value(x[k])
+		}
+		return out
+	}
+	return v
+}
+
+// shorten applies rule 5.
+func shorten(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) <= longString {
+			return x
+		}
+		sum := sha256.Sum256([]byte(x))
+		head := x[:runeCut(x, 200)]
+		tail := x[runeCut(x, len(x)-600):]
+		return fmt.Sprintf("$LONG{%d bytes, sha256 %s}%s…%s", len(x), hex.EncodeToString(sum[:8]), head, tail)
+	case []any:
+		for i := range x {
+			x[i] = shorten(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = shorten(x[k])
+		}
+	}
+	return v
+}
+
+// runeCut moves i back to the start of a rune.
+func runeCut(s string, i int) int {
+	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
+}
+
+func encode(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprintf("%q", fmt.Sprint(v))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// isLive reports a live-output update (rule 6).
+func isLive(v any) bool {
+	m, _ := v.(map[string]any)
+	if m["method"] != "session/update" {
+		return false
+	}
+	p, _ := m["params"].(map[string]any)
+	u, _ := p["update"].(map[string]any)
+	if u["sessionUpdate"] != "tool_call_update" {
+		return false
+	}
+	if _, hasStatus := u["status"]; hasStatus {
+		return false
+	}
+	if _, ok := u["content"]; ok {
+		return true
+	}
+	meta, _ := u["_meta"].(map[string]any)
+	_, ok := meta["terminal_output"]
+	return ok
+}
+
+// checkLiveUpdates asserts what the golden cannot: every tool call that
+// got a final update (completed or failed) got no live update after it.
+func checkLiveUpdates(frames []frame) []error {
+	final := map[string]bool{}
+	var errs []error
+	for _, f := range frames {
+		if f.dir != fromAgent || !f.ok {
+			continue
+		}
+		m, _ := f.val.(map[string]any)
+		p, _ := m["params"].(map[string]any)
+		u, _ := p["update"].(map[string]any)
+		if m["method"] != "session/update" || u["sessionUpdate"] != "tool_call_update" {
+			continue
+		}
+		key := fmt.Sprint(p["sessionId"], "/", u["toolCallId"])
+		if isLive(f.val) && final[key] {
+			errs = append(errs, fmt.Errorf("live update after the final update of %s: %s", key, f.line))
+		}
+		if st := u["status"]; st == "completed" || st == "failed" {
+			final[key] = true
+		}
+	}
+	return errs
+}
+
+// shared holds the model-visible texts every scenario shares, pinned once
+// in testdata/transcripts: the tool list and the system prompt.
+var shared struct {
+	mu     sync.Mutex
+	loaded bool
+	tools  any    // decoded model-tools.json, nil if absent
+	prompt string // system-prompt.txt
+	// updated: written in this -update run already.
+	toolsUpdated, promptUpdated bool
+}
+
+const (
+	toolsFile  = "model-tools.json"
+	promptFile = "system-prompt.txt"
+)
+
+func loadShared(dir string) {
+	if shared.loaded {
+		return
+	}
+	shared.loaded = true
+	if b, err := os.ReadFile(filepath.Join(dir, toolsFile)); err == nil {
+		shared.tools, _ = decodeJSON(b)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, promptFile)); err == nil {
+		shared.prompt = string(b)
+	}
+}
+
+// sharedTools reports whether tools equal the pinned list; in -update mode
+// the first scenario pins it.
+func sharedTools(dir string, tools any) (bool, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	loadShared(dir)
+	if *update && !shared.toolsUpdated {
+		shared.toolsUpdated = true
+		shared.tools = tools
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(tools); err != nil {
+			return false, err
+		}
+		return true, os.WriteFile(filepath.Join(dir, toolsFile), b.Bytes(), 0o644)
+	}
+	return cmp.Equal(shared.tools, tools), nil
+}
+
+// sharedPrompt reports whether prompt equals the pinned one, which it
+// returns too.
+func sharedPrompt(dir, prompt string) (bool, string, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	loadShared(dir)
+	if *update && !shared.promptUpdated {
+		shared.promptUpdated = true
+		shared.prompt = prompt
+		return true, prompt, os.WriteFile(filepath.Join(dir, promptFile), []byte(prompt), 0o644)
+	}
+	return shared.prompt == prompt, shared.prompt, nil
+}
+
+// render builds the golden text of a scenario run.
+func render(sc *scenario, root, dir string, frames []frame, records []byte) (string, []error) {
+	n := &normaliser{root: root, sessions: map[string]string{}}
+	var errs []error
+
+	type item struct {
+		dir, group string
+		raw        bool
+		v          any
+	}
+	var items []item
+	groupOrder := []string{"connection"}
+	seenGroup := map[string]bool{"connection": true}
+	clientReq := map[string]string{} // id → group of our requests
+	agentReq := map[string]string{}  // id → group of the agent's requests
+	for _, f := range frames {
+		var v any = string(f.line)
+		if f.ok {
+			v = n.value(f.val)
+		} else {
+			v = n.str(string(f.line))
+		}
+		if f.ok && isLive(v) {
+			continue
+		}
+		m, _ := v.(map[string]any)
+		_, hasMethod := m["method"]
+		idv, hasID := m["id"]
+		id := fmt.Sprint(idv)
+		group := "connection"
+		if p, ok := m["params"].(map[string]any); ok {
+			if s, ok := p["sessionId"].(string); ok && hasMethod {
+				group = "session " + s
+			}
+		}
+		switch {
+		case f.raw || m == nil:
+			group = "connection"
+		case hasMethod && hasID && f.dir == toAgent:
+			clientReq[id] = group
+		case hasMethod && hasID && f.dir == fromAgent:
+			agentReq[id] = group
+		case !hasMethod && f.dir == fromAgent:
+			if g, ok := clientReq[id]; ok && idv != nil {
+				group = g
+			}
+		case !hasMethod && f.dir == toAgent:
+			if g, ok := agentReq[id]; ok {
+				group = g
+			}
+		}
+		if !seenGroup[group] {
+			seenGroup[group] = true
+			groupOrder = append(groupOrder, group)
+		}
+		items = append(items, item{dir: f.dir, group: group, raw: f.raw, v: v})
+	}
+
+	// Rule 4, in golden order.
+	agentIDs := map[string]string{}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Golden transcript of %s.txtar — regenerate: go test ./transcript -run TestTranscript -update\n", sc.name)
+	for _, g := range groupOrder {
+		fmt.Fprintf(&b, "\n== %s\n", g)
+		for _, it := range items {
+			if it.group != g {
+				continue
+			}
+			if m, ok := it.v.(map[string]any); ok && !it.raw {
+				_, hasMethod := m["method"]
+				if idv, ok := m["id"]; ok && idv != nil {
+					id := fmt.Sprint(idv)
+					_, isAgentReq := agentReq[id]
+					if isAgentReq && ((hasMethod && it.dir == fromAgent) || (!hasMethod && it.dir == toAgent)) {
+						if _, ok := agentIDs[id]; !ok {
+							agentIDs[id] = "$AGENT_REQ" + strconv.Itoa(len(agentIDs)+1)
+						}
+						m["id"] = agentIDs[id]
+					}
+				}
+			}
+			prefix := it.dir
+			if it.raw {
+				prefix += " raw"
+			}
+			fmt.Fprintf(&b, "%s %s\n", prefix, encode(shorten(it.v)))
+		}
+	}
+
+	// Model requests, by tag.
+	byTag := map[string][]map[string]any{}
+	sc2 := bufio.NewScanner(bytes.NewReader(records))
+	sc2.Buffer(nil, 64<<20)
+	for sc2.Scan() {
+		v, ok := decodeJSON(sc2.Bytes())
+		if !ok {
+			errs = append(errs, fmt.Errorf("model record is not JSON: %.200s", sc2.Bytes()))
+			continue
+		}
+		rec, _ := n.value(v).(map[string]any)
+		tag, _ := rec["tag"].(string)
+		req, _ := rec["request"].(map[string]any)
+		byTag[tag] = append(byTag[tag], req)
+	}
+	tags := make([]string, 0, len(byTag))
+	for t := range byTag {
+		tags = append(tags, t)
+	}
+	sort.Strings(tags)
+	for _, tag := range tags {
+		fmt.Fprintf(&b, "\n== model requests tagged %q\n", tag)
+		var prev []any
+		for i, req := range byTag[tag] {
+			msgs, _ := req["messages"].([]any)
+			for j, msg := range msgs {
+				msgs[j] = systemPrompt(dir, msg, &errs)
+			}
+			var notes []string
+			if tools, ok := req["tools"]; ok {
+				same, err := sharedTools(dir, tools)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if same {
+					req["tools"] = "$TOOLS"
+					notes = append(notes, "tools: $TOOLS")
+				} else {
+					errs = append(errs, fmt.Errorf("model request tagged %q #%d: tools differ from %s", tag, i+1, toolsFile))
+					notes = append(notes, "tools: "+encode(tools))
+				}
+			}
+			start := 0
+			if len(prev) > 0 && len(prev) <= len(msgs) && cmp.Equal(prev, msgs[:len(prev)]) {
+				start = len(prev)
+				notes = append(notes, fmt.Sprintf("messages 1-%d as in request %d", start, i))
+			}
+			for k := range req {
+				if k != "messages" && k != "tools" {
+					notes = append(notes, k+": "+encode(req[k]))
+				}
+			}
+			fmt.Fprintf(&b, "-- request %d (%s)\n", i+1, strings.Join(notes, "; "))
+			for _, msg := range msgs[start:] {
+				fmt.Fprintf(&b, "%s\n", encode(shorten(deepCopy(msg))))
+			}
+			prev = msgs
+		}
+	}
+	return b.String(), errs
+}
+
+// systemPrompt applies the system-prompt part of rule 7 to one message.
+func systemPrompt(dir string, msg any, errs *[]error) any {
+	m, ok := msg.(map[string]any)
+	if !ok || m["role"] != "system" {
+		return msg
+	}
+	content, _ := m["content"].(string)
+	sub := cwdRE.FindStringSubmatch(content)
+	if sub == nil {
+		*errs = append(*errs, fmt.Errorf("system prompt does not name the session cwd: %.200q", content))
+		return msg
+	}
+	generic := strings.Replace(content, sub[0], "The session's working directory is $CWD. Every bash call", 1)
+	same, pinned, err := sharedPrompt(dir, generic)
+	if err != nil {
+		*errs = append(*errs, err)
+	}
+	if !same {
+		*errs = append(*errs, fmt.Errorf("system prompt differs from %s (-pinned +sent):\n%s", promptFile, cmp.Diff(pinned, generic)))
+		return msg
+	}
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	out["content"] = "$SYSTEM_PROMPT(cwd=" + sub[1] + ")"
+	return out
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = deepCopy(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	}
+	return v
+}
+
+// goldenLine is one line of a golden file: a marker ("→", "← raw", …,
+// or the whole line when it holds no JSON) and its decoded JSON.
+type goldenLine struct {
+	Marker string
+	JSON   any
+}
+
+func parseGolden(s string) []goldenLine {
+	var out []goldenLine
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		marker, rest := "", l
+		for _, p := range []string{toAgent + " raw ", fromAgent + " raw ", toAgent + " ", fromAgent + " "} {
+			if strings.HasPrefix(l, p) {
+				marker, rest = strings.TrimSpace(p), l[len(p):]
+				break
+			}
+		}
+		if v, ok := decodeJSON([]byte(rest)); ok && (marker != "" || strings.HasPrefix(rest, "{")) {
+			out = append(out, goldenLine{Marker: marker, JSON: v})
+			continue
+		}
+		out = append(out, goldenLine{Marker: l})
+	}
+	return out
+}
+
+// compareGolden compares decoded golden lines and describes the first
+// difference, then the whole diff.
+func compareGolden(want, got string) string {
+	w, g := parseGolden(want), parseGolden(got)
+	if cmp.Equal(w, g) {
+		return ""
+	}
+	var b strings.Builder
+	wl := strings.Split(strings.TrimRight(want, "\n"), "\n")
+	gl := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		switch {
+		case i >= len(w):
+			fmt.Fprintf(&b, "first difference at line %d: the run has more lines:\n+ %s\n", i+1, gl[i])
+		case i >= len(g):
+			fmt.Fprintf(&b, "first difference at line %d: the run ends early; the golden goes on:\n- %s\n", i+1, wl[i])
+		case !cmp.Equal(w[i], g[i]):
+			fmt.Fprintf(&b, "first difference at line %d:\n- %s\n+ %s\n(-golden +run, decoded):\n%s", i+1, wl[i], gl[i], cmp.Diff(w[i], g[i]))
+		default:
+			continue
+		}
+		break
+	}
+	fmt.Fprintf(&b, "\nwhole transcript (-golden +run):\n%s", cmp.Diff(w, g))
+	return b.String()
+}

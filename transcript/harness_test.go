@@ -1,0 +1,246 @@
+package transcript_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Bounds. Every wait in a scenario is event-driven; these only turn a hang
+// into a readable failure.
+const (
+	scenarioTimeout = 30 * time.Second
+	exitTimeout     = 15 * time.Second
+	goneTimeout     = 10 * time.Second
+	pollInterval    = 10 * time.Millisecond
+)
+
+// harness runs one scenario against one dsh-acp process.
+type harness struct {
+	t    *testing.T
+	sc   *scenario
+	root string
+	ctx  context.Context
+
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitCode int // valid once exited is closed
+	stderr   lockedBuffer
+	// clientLog collects the JSON-RPC client's own complaints.
+	clientLog lockedBuffer
+	logPath   string
+	record    string
+	tracker   *tracker
+	exitSeen  bool // an expect_exit step checked the exit
+
+	wire *wire
+	in   *teeWriter
+	conn *jsonrpc2.Conn
+
+	nextID   uint64
+	sessions map[string]string       // alias → session id
+	calls    map[string]*pendingCall // step id → request in flight
+	cursors  map[string]int          // await_update position per session
+	pidFiles map[string]bool         // pid files named by expect_gone steps
+
+	// permMu guards answers and asked: answers queued by permission steps
+	// and session/request_permission requests still waiting for one.
+	permMu  sync.Mutex
+	answers []permAnswer
+	asked   []*jsonrpc2.Request
+}
+
+type permAnswer struct {
+	session string // session id, "" = any
+	answer  string
+}
+
+type pendingCall struct {
+	method string
+	w      jsonrpc2.Waiter
+	done   bool
+	result json.RawMessage
+	err    error
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// start launches the binary for sc under root and connects the client.
+func start(t *testing.T, ctx context.Context, sc *scenario, root string) *harness {
+	t.Helper()
+	h := &harness{
+		t: t, sc: sc, root: root, ctx: ctx,
+		exited:   make(chan struct{}),
+		logPath:  filepath.Join(root, "dsh-acp.log"),
+		record:   filepath.Join(root, "model-requests.jsonl"),
+		wire:     newWire(),
+		nextID:   1, // id 0 would collide with null ids, which the client reads as 0
+		sessions: map[string]string{},
+		calls:    map[string]*pendingCall{},
+		cursors:  map[string]int{},
+		pidFiles: map[string]bool{},
+	}
+	for _, d := range []string{"tmp", "home", "pids"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range sc.files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scriptPath := filepath.Join(root, "script.jsonl")
+	if err := os.WriteFile(scriptPath, sc.script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	token := randomToken()
+	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug"}, sc.flags...)
+	h.cmd = exec.Command(binPath, args...)
+	h.cmd.Dir = root
+	// No API key of any name; spill files land under $TMP/tmp.
+	h.cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(root, "home"),
+		"TMPDIR=" + filepath.Join(root, "tmp"),
+		"LANG=C.UTF-8",
+		"DSH_TRANSCRIPT_RUN=" + token,
+		"GORACE=halt_on_error=1",
+	}
+	// The binary dies with the test process whatever happens.
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cmd.Stdin, h.cmd.Stdout, h.cmd.Stderr = inR, outW, &h.stderr
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	go func() {
+		err := h.cmd.Wait()
+		h.exitCode = h.cmd.ProcessState.ExitCode()
+		if err != nil && h.exitCode == 0 {
+			h.exitCode = -1
+		}
+		close(h.exited)
+	}()
+	h.tracker = newTracker(h.cmd.Process.Pid, token)
+	startTracking(h.tracker)
+
+	h.in = &teeWriter{wire: h.wire, w: inW}
+	stream := &stdio{teeReader: &teeReader{wire: h.wire, r: outR}, teeWriter: h.in}
+	h.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(stream), h, jsonrpc2.SetLogger(log.New(&h.clientLog, "client: ", 0)))
+	return h
+}
+
+func randomToken() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Handle answers the agent's requests. It runs on the client's read loop,
+// so it never blocks: a permission request with no queued answer waits in
+// h.asked until a permission step supplies one.
+func (h *harness) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Notif {
+		return // session/update: the wire record has it
+	}
+	if req.Method != "session/request_permission" {
+		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "the transcript client does not offer " + req.Method})
+		return
+	}
+	h.permMu.Lock()
+	h.asked = append(h.asked, req)
+	h.permMu.Unlock()
+	h.answerPermissions(conn)
+}
+
+func sessionOf(req *jsonrpc2.Request) string {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if req.Params != nil {
+		_ = json.Unmarshal(*req.Params, &p)
+	}
+	return p.SessionID
+}
+
+// answerPermissions pairs waiting requests with queued answers, in order.
+func (h *harness) answerPermissions(conn *jsonrpc2.Conn) {
+	type reply struct {
+		id     jsonrpc2.ID
+		answer string
+	}
+	var replies []reply
+	h.permMu.Lock()
+	for i := 0; i < len(h.asked); {
+		req := h.asked[i]
+		sid := sessionOf(req)
+		j := -1
+		for k, a := range h.answers {
+			if a.session == "" || a.session == sid {
+				j = k
+				break
+			}
+		}
+		if j < 0 {
+			i++
+			continue
+		}
+		replies = append(replies, reply{req.ID, h.answers[j].answer})
+		h.answers = append(h.answers[:j], h.answers[j+1:]...)
+		h.asked = append(h.asked[:i], h.asked[i+1:]...)
+	}
+	h.permMu.Unlock()
+	for _, r := range replies {
+		var outcome any
+		if r.answer == "cancelled" {
+			outcome = map[string]any{"outcome": "cancelled"}
+		} else {
+			outcome = map[string]any{"outcome": "selected", "optionId": r.answer}
+		}
+		if err := conn.Reply(context.Background(), r.id, map[string]any{"outcome": outcome}); err != nil {
+			h.t.Errorf("reply to session/request_permission: %v", err)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package transcript_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+var (
+	update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/transcripts")
+	keep   = flag.Bool("keep", false, "keep each scenario's temporary root (log, script, model requests) and print its path")
+)
+
+// binPath is the dsh-acp binary built once for the whole run.
+var binPath string
+
+// TestMain builds the binary under test once, runs the tests, checks for
+// leaked goroutines and removes the build directory.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dsh-acp-transcript-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "transcript: temp dir:", err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "dsh-acp")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		// A race-enabled test run tests a race-enabled binary: a data race
+		// in the agent then fails the scenario (exit code 66, report on
+		// stderr).
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/dsh-acp/dsh-acp/cmd/dsh-acp")
+	build := exec.Command("go", args...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "transcript: go build:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}

@@ -1,0 +1,139 @@
+package transcript_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"golang.org/x/tools/txtar"
+)
+
+// scenario is one parsed testdata/transcripts/*.txtar file.
+//
+//	comment        what the scenario shows (the txtar comment)
+//	flags          extra dsh-acp flags, one per line (optional)
+//	script.jsonl   the model turns, given to --script
+//	steps          what the client does, one JSON object per line
+//	files/<path>   files created under $TMP before the binary starts
+//
+// "$TMP" in flags, script.jsonl, steps and files is replaced by the
+// scenario's temporary root before anything runs.
+type scenario struct {
+	name    string
+	comment string
+	flags   []string
+	script  []byte
+	steps   []step
+	files   map[string][]byte
+}
+
+// step is one line of the steps file; which fields apply depends on Op
+// (see README.md).
+type step struct {
+	Op string `json:"op"`
+	// line is the steps file line, for messages.
+	line int
+
+	As      string          `json:"as,omitempty"`
+	Session string          `json:"session,omitempty"`
+	Cwd     string          `json:"cwd,omitempty"`
+	Mode    string          `json:"mode,omitempty"`
+	Text    string          `json:"text,omitempty"`
+	ID      string          `json:"id,omitempty"`
+	Wait    *bool           `json:"wait,omitempty"`
+	Match   json.RawMessage `json:"match,omitempty"`
+	Answer  string          `json:"answer,omitempty"`
+	Line    string          `json:"line,omitempty"`
+	ReplyID json.RawMessage `json:"reply_id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Code    *int            `json:"code,omitempty"`
+	Path    string          `json:"path,omitempty"`
+	Content *string         `json:"content,omitempty"`
+	Pids    string          `json:"pids,omitempty"`
+	Equals  string          `json:"equals_cmd,omitempty"`
+}
+
+func (s step) String() string {
+	b, _ := json.Marshal(s)
+	return fmt.Sprintf("steps:%d %s", s.line, b)
+}
+
+// tmpRef matches the $TMP placeholder but not $TMPDIR.
+var tmpRef = regexp.MustCompile(`\$TMP\b`)
+
+func expandTmp(b []byte, root string) []byte {
+	return tmpRef.ReplaceAllLiteral(b, []byte(root))
+}
+
+// parseScenario reads a txtar scenario, with $TMP expanded to root.
+func parseScenario(name string, data []byte, root string) (*scenario, error) {
+	ar := txtar.Parse(data)
+	sc := &scenario{name: name, comment: strings.TrimSpace(string(ar.Comment)), files: map[string][]byte{}}
+	seen := map[string]bool{}
+	for _, f := range ar.Files {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("%s: file %q appears twice", name, f.Name)
+		}
+		seen[f.Name] = true
+		body := expandTmp(f.Data, root)
+		switch {
+		case f.Name == "flags":
+			for _, l := range strings.Split(string(body), "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+					sc.flags = append(sc.flags, l)
+				}
+			}
+		case f.Name == "script.jsonl":
+			sc.script = body
+		case f.Name == "steps":
+			steps, err := parseSteps(body)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			sc.steps = steps
+		case strings.HasPrefix(f.Name, "files/"):
+			sc.files[strings.TrimPrefix(f.Name, "files/")] = body
+		default:
+			return nil, fmt.Errorf("%s: unknown section %q (want flags, script.jsonl, steps, files/…)", name, f.Name)
+		}
+	}
+	if sc.script == nil || sc.steps == nil {
+		return nil, fmt.Errorf("%s: needs both script.jsonl and steps", name)
+	}
+	return sc, nil
+}
+
+var knownOps = map[string]bool{
+	"initialize": true, "new_session": true, "set_mode": true, "prompt": true, "wait": true,
+	"cancel": true, "close_session": true, "await_update": true, "permission": true, "raw": true,
+	"request": true, "close_stdin": true, "expect_exit": true, "write_file": true, "wait_file": true,
+	"expect_no_file": true, "expect_gone": true, "check_spill": true,
+}
+
+func parseSteps(b []byte) ([]step, error) {
+	var steps []step
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 || l[0] == '#' || bytes.HasPrefix(l, []byte("//")) {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(l))
+		dec.DisallowUnknownFields()
+		var s step
+		if err := dec.Decode(&s); err != nil {
+			return nil, fmt.Errorf("steps:%d: %w", n, err)
+		}
+		if !knownOps[s.Op] {
+			return nil, fmt.Errorf("steps:%d: unknown op %q", n, s.Op)
+		}
+		s.line = n
+		steps = append(steps, s)
+	}
+	return steps, sc.Err()
+}

@@ -1,0 +1,120 @@
+package transcript_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const transcriptsDir = "../testdata/transcripts"
+
+// TestTranscript runs every scenario in testdata/transcripts against the
+// built binary and compares its transcript with the scenario's golden file.
+// With -update it rewrites the goldens instead.
+func TestTranscript(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(transcriptsDir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no scenarios in " + transcriptsDir)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, file, name)
+		})
+	}
+}
+
+func runScenario(t *testing.T, file, name string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A short root keeps paths readable in failure messages; the golden
+	// only ever shows $TMP.
+	root, err := os.MkdirTemp("", "dsh-tr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err = filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *keep {
+		t.Logf("keeping %s", root)
+	} else {
+		t.Cleanup(func() { os.RemoveAll(root) })
+	}
+	sc, err := parseScenario(name, data, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
+	defer cancel()
+
+	h := start(t, ctx, sc, root)
+	runErr := h.run()
+	cancel() // no step waits any more; finish has its own bounds
+	finishErrs := h.finish()
+
+	failed := false
+	if runErr != nil {
+		t.Error(runErr)
+		failed = true
+	}
+	for _, err := range finishErrs {
+		t.Error(err)
+		failed = true
+	}
+	frames, _ := h.wire.snapshot()
+	if *keep {
+		var raw []byte
+		for _, f := range frames {
+			raw = append(raw, f.dir+" "...)
+			raw = append(raw, f.line...)
+			raw = append(raw, '\n')
+		}
+		if err := os.WriteFile(filepath.Join(root, "wire.txt"), raw, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, err := range checkLiveUpdates(frames) {
+		t.Error(err)
+		failed = true
+	}
+	records, err := h.modelRequests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs := render(sc, root, transcriptsDir, frames, records)
+	for _, err := range errs {
+		t.Error(err)
+		failed = true
+	}
+
+	golden := filepath.Join(transcriptsDir, name+".golden")
+	if *update {
+		if runErr != nil {
+			t.Logf("not updating %s: the scenario failed", golden)
+		} else if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Errorf("%v (run with -update to create it)", err)
+			failed = true
+		} else if diff := compareGolden(string(want), got); diff != "" {
+			t.Errorf("%s differs from the run:\n%s", golden, diff)
+			failed = true
+		}
+	}
+	if failed {
+		t.Log(h.diagnostics())
+	}
+}
