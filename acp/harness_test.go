@@ -363,6 +363,8 @@ type harness struct {
 	conn   *acpsdk.ClientSideConnection
 	client *testClient
 	init   acpsdk.InitializeResponse
+	// toAgent is the agent's stdin; closing it is a disconnect.
+	toAgent io.Closer
 }
 
 // newAgent builds an Agent over the real local executor and bash tools (or
@@ -444,7 +446,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		fromAgent.Close()
 		<-conn.Done()
 	})
-	h := &harness{t: t, ctx: ctx, agent: a, reg: reg, conn: conn, client: cl}
+	h := &harness{t: t, ctx: ctx, agent: a, reg: reg, conn: conn, client: cl, toAgent: toAgent}
 	if !o.noInit {
 		req := acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}
 		if o.terminal {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -434,4 +435,35 @@ func TestCloseSession(t *testing.T) {
 	if _, err := h.reg.Get(string(b)); err != nil {
 		t.Errorf("session B: %v", err)
 	}
+}
+
+// TestDisconnectEndsEverything: when the editor goes away (stdin closed),
+// every turn is cancelled and every session's processes are killed.
+func TestDisconnectEndsEverything(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "bg.pid")
+	h := newHarness(t, harnessOptions{provider: script{
+		"start": steps(bash("bg", "echo $$ > "+pidFile+"; exec sleep 1000", "run_in_background", true)),
+		"long":  steps(bash("fg", "echo $$; exec sleep 1000")),
+	}})
+	a, _ := h.newSession(sessions.ModeAuto)
+	b, _ := h.newSession(sessions.ModeAuto)
+	if _, err := h.prompt(a, "start"); err != nil {
+		t.Fatal(err)
+	}
+	bg := atoi(t, waitFile(t, h.ctx, pidFile))
+	done := h.promptAsync(b, "long")
+	fg := h.livePID(b, "fg")
+
+	h.toAgent.Close()
+	waitGone(t, h.ctx, fg)
+	waitGone(t, h.ctx, bg)
+	for h.reg.Len() != 0 {
+		select {
+		case <-h.ctx.Done():
+			t.Fatalf("%d sessions left after the disconnect", h.reg.Len())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	h.await(done, "the cut-off prompt") // answered or failed: the connection is gone
 }

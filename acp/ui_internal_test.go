@@ -1,0 +1,130 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestFenced(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in, want string
+	}{
+		{name: "plain", in: "hello\n", want: "```console\nhello\n```"},
+		{name: "adds the final newline", in: "hello", want: "```console\nhello\n```"},
+		{name: "output with a fence", in: "```go\nx\n```\n", want: "````console\n```go\nx\n```\n````"},
+		{name: "longer runs", in: "a ```` b", want: "`````console\na ```` b\n`````"},
+		{name: "empty", in: "", want: "```console\n\n```"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fenced(tt.in)
+			if got.Content == nil || got.Content.Content.Text == nil || got.Content.Content.Text.Text != tt.want {
+				t.Errorf("fenced(%q) = %+v, want %q", tt.in, got.Content, tt.want)
+			}
+		})
+	}
+}
+
+func TestAppendTail(t *testing.T) {
+	t.Parallel()
+	var buf []byte
+	for i := range 100 {
+		buf = appendTail(buf, []byte{byte('a' + i%26)}, 10)
+		if len(buf) > 10 {
+			t.Fatalf("buffer grew to %d bytes, limit 10", len(buf))
+		}
+	}
+	if got := string(buf); got != "mnopqrstuv" {
+		t.Errorf("tail = %q, want the newest 10 bytes", got)
+	}
+	if got := string(appendTail([]byte("abc"), []byte("0123456789XYZ"), 10)); got != "3456789XYZ" {
+		t.Errorf("big write: tail = %q", got)
+	}
+}
+
+func TestValidUTF8Prefix(t *testing.T) {
+	t.Parallel()
+	euro := []byte("€") // 3 bytes
+	tests := []struct {
+		name string
+		in   []byte
+		want int
+	}{
+		{name: "ascii", in: []byte("abc"), want: 3},
+		{name: "whole rune", in: append([]byte("a"), euro...), want: 4},
+		{name: "split rune", in: append([]byte("a"), euro[:2]...), want: 1},
+		{name: "first byte only", in: append([]byte("ab"), euro[:1]...), want: 2},
+		{name: "empty", in: nil, want: 0},
+	}
+	for _, tt := range tests {
+		if got := len(validUTF8Prefix(tt.in)); got != tt.want {
+			t.Errorf("%s: prefix length %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCheckFrame(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, line string
+		wantCode   int // 0: passed on
+		wantID     string
+	}{
+		{name: "request", line: `{"jsonrpc":"2.0","id":1,"method":"initialize"}`},
+		{name: "notification", line: `{"jsonrpc":"2.0","method":"session/cancel","params":{}}`},
+		{name: "response", line: `{"jsonrpc":"2.0","id":3,"result":{}}`},
+		{name: "error response", line: `{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}`},
+		{name: "parse error", line: `{"id":1,`, wantCode: -32700, wantID: "null"},
+		{name: "batch", line: `[]`, wantCode: -32600, wantID: "null"},
+		{name: "scalar", line: `42`, wantCode: -32600, wantID: "null"},
+		{name: "empty method", line: `{"jsonrpc":"2.0","id":"a","method":""}`, wantCode: -32600, wantID: `"a"`},
+		{name: "neither", line: `{"jsonrpc":"2.0","id":7}`, wantCode: -32600, wantID: "7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reply := check([]byte(tt.line))
+			if tt.wantCode == 0 {
+				if reply != nil {
+					t.Fatalf("rejected a valid frame: %s", reply)
+				}
+				return
+			}
+			var f struct {
+				ID    json.RawMessage    `json:"id"`
+				Error struct{ Code int } `json:"error"`
+			}
+			if err := json.Unmarshal(reply, &f); err != nil {
+				t.Fatalf("reply %q: %v", reply, err)
+			}
+			if f.Error.Code != tt.wantCode || string(f.ID) != tt.wantID {
+				t.Errorf("reply %s, want code %d id %s", reply, tt.wantCode, tt.wantID)
+			}
+		})
+	}
+}
+
+// TestReadLineOverLong: a line over the limit is consumed whole and comes
+// back truncated (then answered as malformed); the next line is intact.
+func TestReadLineOverLong(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", maxLine+100)
+	br := bufio.NewReaderSize(strings.NewReader(long+"\n"+`{"next":true}`+"\n"), 64<<10)
+	first, err := readLine(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) > maxLine+1 {
+		t.Errorf("over-long line kept %d bytes", len(first))
+	}
+	if check(first) == nil {
+		t.Error("over-long line passed on")
+	}
+	second, err := readLine(br)
+	if err != nil || !bytes.Equal(second, []byte(`{"next":true}`)) {
+		t.Errorf("next line = %q, %v", second, err)
+	}
+}
