@@ -17,8 +17,8 @@ type rawConn struct {
 	lines chan []byte
 }
 
-func newRawConn(t *testing.T) *rawConn {
-	a, _ := newAgent(t, harnessOptions{provider: agent.ProviderFunc(nil)})
+func newRawConn(t *testing.T, o harnessOptions) *rawConn {
+	a, _ := newAgent(t, o)
 	w, r := serve(t, a)
 	lines := make(chan []byte, 16)
 	go func() {
@@ -67,7 +67,7 @@ func (c *rawConn) recv() frame {
 
 func TestMalformedFrames(t *testing.T) {
 	t.Parallel()
-	c := newRawConn(t)
+	c := newRawConn(t, harnessOptions{provider: agent.ProviderFunc(nil)})
 	tests := []struct {
 		name     string
 		send     string

@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -466,4 +467,45 @@ func TestDisconnectEndsEverything(t *testing.T) {
 		}
 	}
 	h.await(done, "the cut-off prompt") // answered or failed: the connection is gone
+}
+
+// TestCancelRightAfterPrompt: a session/cancel written right behind its
+// session/prompt (one write, so the wire order is certain) must cancel that
+// prompt.
+//
+// Known bug, not fixed: the SDK runs each request on its own goroutine but
+// notifications in order on another, so the cancel is sometimes handled
+// before the prompt's handler reached BeginTurn; it then finds no turn and is
+// lost, and the turn runs on (3 of 40 runs here). The SDK's own per-session
+// cancel map is set on the same late goroutine and has the same race. A fix
+// needs the wire order of requests and notifications (e.g. counting
+// session/prompt lines per session where the input is read, in stream.go).
+func TestCancelRightAfterPrompt(t *testing.T) {
+	t.Skip("known bug: a cancel that overtakes its prompt's handler is lost (see comment)")
+	t.Parallel()
+	c := newRawConn(t, harnessOptions{provider: agent.ProviderFunc(func(ctx context.Context, _ agent.Request, _ func(agent.Delta)) (agent.Response, error) {
+		<-ctx.Done()
+		return agent.Response{}, ctx.Err()
+	})})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	c.recv()
+	for i := range 40 {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`, 100+i))
+		var res struct{ SessionID string `json:"sessionId"` }
+		if err := json.Unmarshal(c.recv().Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, res.SessionID)
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 200+i, res.SessionID) + "\n" + cancel)
+		select {
+		case b := <-c.lines:
+			if !strings.Contains(string(b), `"stopReason":"cancelled"`) {
+				t.Errorf("prompt answered %s, want cancelled", b)
+			}
+		case <-time.After(2 * time.Second):
+			c.send(cancel)
+			c.recv()
+			t.Fatalf("run %d: session/cancel written right after session/prompt was lost", i)
+		}
+	}
 }
