@@ -491,7 +491,9 @@ func TestCancelRightAfterPrompt(t *testing.T) {
 	c.recv()
 	for i := range 40 {
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`, 100+i))
-		var res struct{ SessionID string `json:"sessionId"` }
+		var res struct {
+			SessionID string `json:"sessionId"`
+		}
 		if err := json.Unmarshal(c.recv().Result, &res); err != nil {
 			t.Fatal(err)
 		}
