@@ -23,7 +23,8 @@ import (
 const (
 	scenarioTimeout = 30 * time.Second
 	exitTimeout     = 15 * time.Second
-	goneTimeout     = 10 * time.Second
+	goneTimeout     = 10 * time.Second // SIGTERM, then SIGKILL after the 3s grace
+	exitGrace       = time.Second      // after the binary exited
 	pollInterval    = 10 * time.Millisecond
 )
 

@@ -381,11 +381,11 @@ func (h *harness) expectGone(name string) error {
 		return err
 	}
 	h.pidFiles[name] = true
-	return h.waitGone(pids, nil)
+	return h.waitGone(pids, nil, goneTimeout)
 }
 
-func (h *harness) waitGone(pids []int, starts map[int]uint64) error {
-	deadline := time.Now().Add(goneTimeout)
+func (h *harness) waitGone(pids []int, starts map[int]uint64, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	for {
 		var alive []string
 		for _, pid := range pids {
@@ -397,7 +397,7 @@ func (h *harness) waitGone(pids []int, starts map[int]uint64) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("still running after %v: %s", goneTimeout, strings.Join(alive, ", "))
+			return fmt.Errorf("still running after %v: %s", within, strings.Join(alive, ", "))
 		}
 		time.Sleep(pollInterval)
 	}
@@ -500,7 +500,9 @@ func (h *harness) finish() []error {
 		}
 		pids = append(pids, more...)
 	}
-	if err := h.waitGone(pids, starts); err != nil {
+	// The binary has exited: its executor waited for every group it
+	// started, so only a zombie waiting to be reaped may still show.
+	if err := h.waitGone(pids, starts, exitGrace); err != nil {
 		errs = append(errs, fmt.Errorf("processes left behind: %w", err))
 		for _, pid := range pids {
 			if h.tracker.alive(pid, starts[pid]) {
