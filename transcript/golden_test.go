@@ -37,7 +37,9 @@ import (
 //  6. Live-output updates are left out: a tool_call_update without a status
 //     that carries content or _meta.terminal_output. Their number depends on
 //     timing; checkLiveUpdates asserts that none follows a call's final
-//     update.
+//     update. In Zed's terminal mode the updates carry increments, so their
+//     data is merged and shown once, as "← live {toolCallId,
+//     terminal_output}" just before the call's final update.
 //  7. Model requests: the tool list is replaced by $TOOLS when it equals
 //     model-tools.json, and the system prompt by $SYSTEM_PROMPT(cwd=…) when
 //     it equals system-prompt.txt with that cwd; a request repeating the
@@ -268,6 +270,7 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 	var errs []error
 
 	var items []gitem
+	termOut := map[string]string{} // live terminal output so far, by session/toolCallId
 	groupOrder := []string{"connection"}
 	seenGroup := map[string]bool{"connection": true}
 	clientReq := map[string]string{} // id → group of our requests
@@ -280,9 +283,23 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 			v = n.str(string(f.line))
 		}
 		if f.ok && isLive(v) {
+			if key, data, ok := terminalOutput(v); ok {
+				termOut[key] += data
+			}
 			continue
 		}
 		m, _ := v.(map[string]any)
+		if key, final := finalUpdate(v); final && termOut[key] != "" {
+			// Rule 6: the terminal stream of the call, merged, just before
+			// its final update.
+			p, _ := m["params"].(map[string]any)
+			sid, _ := p["sessionId"].(string)
+			u, _ := p["update"].(map[string]any)
+			items = append(items, gitem{dir: fromAgent, live: true, group: "session " + sid, v: map[string]any{
+				"toolCallId": u["toolCallId"], "terminal_output": termOut[key],
+			}})
+			delete(termOut, key)
+		}
 		_, hasMethod := m["method"]
 		idv, hasID := m["id"]
 		id := fmt.Sprint(idv)
@@ -347,6 +364,9 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 			prefix := it.dir
 			if it.raw {
 				prefix += " raw"
+			}
+			if it.live {
+				prefix += " live"
 			}
 			fmt.Fprintf(&b, "%s %s\n", prefix, encode(shorten(it.v)))
 		}
@@ -418,7 +438,33 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 type gitem struct {
 	dir, group string
 	raw        bool
-	v          any
+	// live marks the merged terminal output of a call (rule 6).
+	live bool
+	v    any
+}
+
+// terminalOutput returns the data of a live update in Zed's terminal
+// mode, keyed by session and tool call.
+func terminalOutput(v any) (key, data string, ok bool) {
+	m, _ := v.(map[string]any)
+	p, _ := m["params"].(map[string]any)
+	u, _ := p["update"].(map[string]any)
+	meta, _ := u["_meta"].(map[string]any)
+	to, _ := meta["terminal_output"].(map[string]any)
+	data, ok = to["data"].(string)
+	return fmt.Sprint(p["sessionId"], "/", u["toolCallId"]), data, ok
+}
+
+// finalUpdate reports a tool_call_update that ends a call.
+func finalUpdate(v any) (key string, ok bool) {
+	m, _ := v.(map[string]any)
+	p, _ := m["params"].(map[string]any)
+	u, _ := p["update"].(map[string]any)
+	if m["method"] != "session/update" || u["sessionUpdate"] != "tool_call_update" {
+		return "", false
+	}
+	st := u["status"]
+	return fmt.Sprint(p["sessionId"], "/", u["toolCallId"]), st == "completed" || st == "failed"
 }
 
 func (it gitem) fields() (method string, id string, hasID bool, params map[string]any) {
@@ -538,7 +584,7 @@ func parseGolden(s string) []goldenLine {
 	var out []goldenLine
 	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
 		marker, rest := "", l
-		for _, p := range []string{toAgent + " raw ", fromAgent + " raw ", toAgent + " ", fromAgent + " "} {
+		for _, p := range []string{toAgent + " raw ", fromAgent + " live ", toAgent + " ", fromAgent + " "} {
 			if strings.HasPrefix(l, p) {
 				marker, rest = strings.TrimSpace(p), l[len(p):]
 				break

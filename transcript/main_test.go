@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -22,6 +24,15 @@ var binPath string
 // TestMain builds the binary under test once, runs the tests, checks for
 // leaked goroutines and removes the build directory.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// Scenarios spend their time waiting for child processes, not on the
+	// CPU: unless -parallel was given, run more of them at once than
+	// GOMAXPROCS (the default), which on 2 cores would serialise them.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "dsh-acp-transcript-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "transcript: temp dir:", err)
