@@ -43,10 +43,7 @@ type Options struct {
 	// UpdateInterval is the least time between two live-output updates of a
 	// running command; zero means 200ms.
 	UpdateInterval time.Duration
-	// FinalUpdateTimeout bounds updates sent after a turn was cancelled;
-	// zero means 5s.
-	FinalUpdateTimeout time.Duration
-	Logger             *zap.Logger
+	Logger         *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.
@@ -70,9 +67,6 @@ func New(opts Options) (*Agent, error) {
 	if opts.UpdateInterval <= 0 {
 		opts.UpdateInterval = 200 * time.Millisecond
 	}
-	if opts.FinalUpdateTimeout <= 0 {
-		opts.FinalUpdateTimeout = 5 * time.Second
-	}
 	if opts.Name == "" {
 		opts.Name = "dsh-acp"
 	}
@@ -89,7 +83,7 @@ func New(opts Options) (*Agent, error) {
 // (the SDK would drop them silently).
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := &lockedWriter{w: out}
-	filtered := filterInput(in, w, a.log)
+	filtered := filterInput(in, w, a.log, a.wireOrder)
 	conn := acpsdk.NewAgentSideConnection(a, w, filtered)
 	conn.SetLogger(logbridge.New(a.log.Named("sdk")))
 	a.mu.Lock()

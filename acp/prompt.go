@@ -27,7 +27,12 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		return acpsdk.PromptResponse{}, acpsdk.NewInternalError(map[string]any{"error": "no client connection"})
 	}
 
-	tctx, end, err := s.BeginTurn(ctx)
+	// The turn is not bound to the SDK's request context: the SDK cancels
+	// that for every session/cancel and newer prompt of the session as its
+	// handlers happen to run, which can hit a prompt written after the
+	// cancel. Cancels, supersedes and shutdown reach the turn through the
+	// session, in wire order (see wireOrder and Serve).
+	tctx, end, err := s.BeginTurn(context.WithoutCancel(ctx), promptSeq(p.Meta))
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}

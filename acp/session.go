@@ -37,8 +37,11 @@ func (a *Agent) NewSession(_ context.Context, p acpsdk.NewSessionRequest) (resp 
 	}, nil
 }
 
-// Cancel stops the session's turn and returns at once: the SDK handles
-// notifications one at a time, so waiting here would stall every session.
+// Cancel returns at once: the SDK handles notifications one at a time, so
+// waiting here would stall every session. The cancel itself was applied
+// when the frame was read (wireOrder), in the order the client wrote it;
+// acting again here, on the SDK's later goroutine, could cancel a prompt
+// written after it.
 func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) (err error) {
 	defer a.recoverTo("session/cancel", &err)
 	s, err := a.opts.Sessions.Get(string(p.SessionId))
@@ -46,7 +49,6 @@ func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) (err erro
 		return toRequestError(err)
 	}
 	a.sessionLogger(s.ID).Info("cancel requested")
-	s.Cancel()
 	return nil
 }
 

@@ -32,7 +32,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // reader and answers the rest itself: the SDK logs and drops a line that is
 // not JSON, but JSON-RPC 2.0 requires a Parse error (-32700) or Invalid
 // Request (-32600) reply with a null id.
-func filterInput(in io.Reader, out io.Writer, log *zap.Logger) io.Reader {
+//
+// Every frame passed on goes through observe first, in the order read; it
+// returns the frame to pass on (possibly rewritten).
+func filterInput(in io.Reader, out io.Writer, log *zap.Logger, observe func([]byte) []byte) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReaderSize(in, 64<<10)
@@ -42,7 +45,7 @@ func filterInput(in io.Reader, out io.Writer, log *zap.Logger) io.Reader {
 				if reply := check(line); reply != nil {
 					log.Warn("rejected malformed frame", zap.Int("bytes", len(line)))
 					_, _ = out.Write(reply)
-				} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
+				} else if _, werr := pw.Write(append(observe(line), '\n')); werr != nil {
 					return
 				}
 			}

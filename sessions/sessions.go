@@ -119,8 +119,10 @@ func (r *Registry) Len() int {
 	return len(r.byID)
 }
 
-// Close cancels the session's turn, forgets the session and runs OnClose.
-// It does not wait for the cancelled turn to finish.
+// Close cancels the session's turn, forgets the session, waits for the
+// cancelled turn to end and then runs OnClose — so a turn that was about to
+// start a background task cannot start it after OnClose killed the
+// session's tasks.
 func (r *Registry) Close(id string) error {
 	r.mu.Lock()
 	s := r.byID[id]
@@ -129,7 +131,7 @@ func (r *Registry) Close(id string) error {
 	if s == nil {
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	s.close()
+	<-s.close()
 	if r.onClose != nil {
 		r.onClose(id)
 	}
@@ -175,11 +177,44 @@ type Session struct {
 	current  *turn
 	lastDone chan struct{}
 	closed   bool
+
+	// Wire order. The protocol layer reads frames in order but the SDK
+	// handles each request on its own goroutine and notifications on
+	// another, so a session/cancel can be handled before the handler of the
+	// prompt written just before it. Counting prompts as they are read, and
+	// recording how many a cancel covers, lets BeginTurn honour the order
+	// the client wrote. arrived counts prompts read; cancelledThrough is
+	// the last prompt a cancel covered; latest is the newest prompt that
+	// began a turn.
+	arrived          uint64
+	cancelledThrough uint64
+	latest           uint64
 }
 
 type turn struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+}
+
+// PromptArrived records that a prompt for this session was read from the
+// wire and returns its sequence number (1, 2, …) for BeginTurn.
+func (s *Session) PromptArrived() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.arrived++
+	return s.arrived
+}
+
+// CancelArrived records that a cancel was read from the wire: it covers
+// every prompt read before it, whether or not its handler has begun, and
+// cancels the turn in flight.
+func (s *Session) CancelArrived() {
+	s.mu.Lock()
+	s.cancelledThrough = s.arrived
+	if s.current != nil {
+		s.current.cancel(ErrCancelled)
+	}
+	s.mu.Unlock()
 }
 
 func closedChan() chan struct{} {
@@ -193,7 +228,11 @@ func closedChan() chan struct{} {
 // Turns of one session never overlap. If the new turn is itself superseded
 // or cancelled while waiting, the returned context is already done. The end
 // func must be called exactly once.
-func (s *Session) BeginTurn(ctx context.Context) (context.Context, func(), error) {
+//
+// seq is the prompt's number from PromptArrived, or 0 when unknown. A prompt
+// that a cancel read after it covers, or that a later prompt already
+// superseded, begins already cancelled and leaves the newer turn alone.
+func (s *Session) BeginTurn(ctx context.Context, seq uint64) (context.Context, func(), error) {
 	tctx, cancel := context.WithCancelCause(ctx)
 	t := &turn{cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
@@ -201,6 +240,20 @@ func (s *Session) BeginTurn(ctx context.Context) (context.Context, func(), error
 		s.mu.Unlock()
 		cancel(ErrClosed)
 		return nil, nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	switch {
+	case seq != 0 && seq <= s.cancelledThrough:
+		cancel(ErrCancelled)
+	case seq != 0 && seq < s.latest:
+		cancel(ErrSuperseded)
+	}
+	if tctx.Err() != nil {
+		// Stale: never becomes current, so it cannot cancel the newer turn.
+		s.mu.Unlock()
+		return tctx, func() { cancel(nil) }, nil
+	}
+	if seq > s.latest {
+		s.latest = seq
 	}
 	if s.current != nil {
 		s.current.cancel(ErrSuperseded)
@@ -236,13 +289,16 @@ func (s *Session) Cancel() {
 	s.mu.Unlock()
 }
 
-func (s *Session) close() {
+// close marks the session closed, cancels its turn and returns a channel
+// that is closed when the last turn has ended.
+func (s *Session) close() <-chan struct{} {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closed = true
 	if s.current != nil {
 		s.current.cancel(ErrClosed)
 	}
-	s.mu.Unlock()
+	return s.lastDone
 }
 
 // History returns a copy of the conversation so far.

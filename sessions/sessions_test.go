@@ -141,7 +141,7 @@ func TestBeginTurnSupersedes(t *testing.T) {
 	ctx := testCtx(t)
 	s := mustCreate(t, sessions.New(sessions.Options{}))
 
-	ctx1, end1, err := s.BeginTurn(ctx)
+	ctx1, end1, err := s.BeginTurn(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestBeginTurnSupersedes(t *testing.T) {
 	go func() {
 		defer close(started2)
 		var err error
-		ctx2, end2, err = s.BeginTurn(ctx)
+		ctx2, end2, err = s.BeginTurn(ctx, 0)
 		if err != nil {
 			t.Error(err)
 			return
@@ -196,7 +196,7 @@ func TestBeginTurnParentCancel(t *testing.T) {
 	t.Parallel()
 	parent, cancel := context.WithCancel(testCtx(t))
 	s := mustCreate(t, sessions.New(sessions.Options{}))
-	tctx, end, err := s.BeginTurn(parent)
+	tctx, end, err := s.BeginTurn(parent, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			tctx, end, err := s.BeginTurn(ctx)
+			tctx, end, err := s.BeginTurn(ctx, 0)
 			if err != nil {
 				t.Error(err)
 				return
@@ -270,7 +270,7 @@ func TestCancel(t *testing.T) {
 	s := mustCreate(t, sessions.New(sessions.Options{}))
 	s.Cancel() // nothing in flight: a no-op
 
-	tctx, end, err := s.BeginTurn(ctx)
+	tctx, end, err := s.BeginTurn(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestCancel(t *testing.T) {
 	end()
 
 	// A later turn is not affected by the earlier cancel.
-	tctx2, end2, err := s.BeginTurn(ctx)
+	tctx2, end2, err := s.BeginTurn(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,31 +307,43 @@ func TestClose(t *testing.T) {
 	}})
 	s := mustCreate(t, r)
 	other := mustCreate(t, r)
-	tctx, end, err := s.BeginTurn(ctx)
+	tctx, end, err := s.BeginTurn(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherCtx, otherEnd, err := other.BeginTurn(ctx)
+	otherCtx, otherEnd, err := other.BeginTurn(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer otherEnd()
+	go func() { <-otherCtx.Done(); otherEnd() }()
 
+	// The turn ends when it sees the cancel, as a real turn does; Close
+	// must wait for that before it runs OnClose.
+	ended := make(chan struct{})
+	go func() {
+		<-tctx.Done()
+		mu.Lock()
+		if len(closed) != 0 {
+			t.Error("OnClose ran before the closed session's turn ended")
+		}
+		mu.Unlock()
+		end()
+		close(ended)
+	}()
 	if err := r.Close(s.ID); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, ctx, tctx.Done(), "the closed session's turn to be cancelled")
+	wait(t, ctx, ended, "the closed session's turn to end")
 	if cause := context.Cause(tctx); !errors.Is(cause, sessions.ErrClosed) {
 		t.Errorf("cause = %v, want ErrClosed", cause)
 	}
-	end()
 	if otherCtx.Err() != nil {
 		t.Error("closing one session cancelled another's turn")
 	}
 	if _, err := r.Get(s.ID); !errors.Is(err, sessions.ErrNotFound) {
 		t.Errorf("Get after close: %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.BeginTurn(ctx); !errors.Is(err, sessions.ErrClosed) {
+	if _, _, err := s.BeginTurn(ctx, 0); !errors.Is(err, sessions.ErrClosed) {
 		t.Errorf("BeginTurn after close: %v, want ErrClosed", err)
 	}
 	if err := r.Close(s.ID); !errors.Is(err, sessions.ErrNotFound) {
@@ -453,4 +465,57 @@ func TestModesAndMemory(t *testing.T) {
 	if len(h) != 0 {
 		t.Error("History returned a view, not a copy")
 	}
+}
+
+// TestWireOrder: the order prompts and cancels were read in decides, not the
+// order their handlers happen to run in.
+func TestWireOrder(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+
+	t.Run("cancel read after a prompt whose handler has not begun", func(t *testing.T) {
+		s := mustCreate(t, sessions.New(sessions.Options{}))
+		seq := s.PromptArrived()
+		s.CancelArrived()
+		tctx, end, err := s.BeginTurn(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer end()
+		if !errors.Is(context.Cause(tctx), sessions.ErrCancelled) {
+			t.Fatalf("turn not cancelled: cause %v", context.Cause(tctx))
+		}
+		// A prompt read after the cancel is not covered by it.
+		next := s.PromptArrived()
+		tctx2, end2, err := s.BeginTurn(ctx, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer end2()
+		if tctx2.Err() != nil {
+			t.Fatalf("later prompt born cancelled: %v", context.Cause(tctx2))
+		}
+	})
+
+	t.Run("older prompt whose handler runs late does not supersede the newer", func(t *testing.T) {
+		s := mustCreate(t, sessions.New(sessions.Options{}))
+		first := s.PromptArrived()
+		second := s.PromptArrived()
+		tctx2, end2, err := s.BeginTurn(ctx, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tctx1, end1, err := s.BeginTurn(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end1()
+		if !errors.Is(context.Cause(tctx1), sessions.ErrSuperseded) {
+			t.Errorf("older prompt cause = %v, want ErrSuperseded", context.Cause(tctx1))
+		}
+		if tctx2.Err() != nil {
+			t.Errorf("newer turn was cancelled by the older prompt: %v", context.Cause(tctx2))
+		}
+		end2()
+	})
 }
