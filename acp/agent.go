@@ -51,6 +51,8 @@ type Agent struct {
 	opts Options
 	log  *zap.Logger
 
+	replies replies
+
 	// mu guards conn and terminalOutput.
 	mu   sync.Mutex
 	conn client
@@ -82,7 +84,7 @@ func New(opts Options) (*Agent, error) {
 // written to out. Malformed lines are answered with JSON-RPC parse errors
 // (the SDK would drop them silently).
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := &lockedWriter{w: out}
+	w := &lockedWriter{w: out, written: a.replies.written}
 	filtered := filterInput(in, w, a.log, a.wireOrder)
 	conn := acpsdk.NewAgentSideConnection(a, w, filtered)
 	conn.SetLogger(logbridge.New(a.log.Named("sdk")))

@@ -36,7 +36,9 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
-	defer end()
+	// The next turn of this session may start once this prompt's reply is
+	// on the wire, not before: the editor must see "cancelled" first.
+	defer a.afterReply(p.Meta, end)
 	if tctx.Err() != nil {
 		log.Info("prompt superseded before it started", zap.Error(context.Cause(tctx)))
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil

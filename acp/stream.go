@@ -16,7 +16,10 @@ const maxLine = 10 << 20
 
 // lockedWriter makes each Write atomic, so frames written by the SDK and
 // parse errors written by the input filter never interleave on stdout.
+// Every frame is shown to written (if set) once its Write returned.
 type lockedWriter struct {
+	written func(frame []byte)
+
 	// mu guards w.
 	mu sync.Mutex
 	w  io.Writer
@@ -25,7 +28,11 @@ type lockedWriter struct {
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if l.written != nil {
+		l.written(p)
+	}
+	return n, err
 }
 
 // filterInput passes well-formed JSON-RPC lines from in to the returned

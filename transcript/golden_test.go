@@ -44,10 +44,6 @@ import (
 //     model-tools.json, and the system prompt by $SYSTEM_PROMPT(cwd=…) when
 //     it equals system-prompt.txt with that cwd; a request repeating the
 //     previous request of its tag says so instead of repeating the messages.
-//  8. Within a session, the reply to a prompt that a newer prompt
-//     superseded is placed right after the last frame of its own turn
-//     (see settleSuperseded): the agent may already stream the new turn
-//     before that reply is written.
 //
 // Frames are grouped: the connection (initialize, session/new, frames
 // naming no session) first, then each session in order of first
@@ -335,11 +331,6 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 	for _, it := range items {
 		byGroup[it.group] = append(byGroup[it.group], it)
 	}
-	for g, list := range byGroup {
-		if strings.HasPrefix(g, "session ") {
-			byGroup[g] = settleSuperseded(list)
-		}
-	}
 
 	// Rule 4, in golden order.
 	agentIDs := map[string]string{}
@@ -465,65 +456,6 @@ func finalUpdate(v any) (key string, ok bool) {
 	}
 	st := u["status"]
 	return fmt.Sprint(p["sessionId"], "/", u["toolCallId"]), st == "completed" || st == "failed"
-}
-
-func (it gitem) fields() (method string, id string, hasID bool, params map[string]any) {
-	m, _ := it.v.(map[string]any)
-	method, _ = m["method"].(string)
-	idv, hasID := m["id"]
-	params, _ = m["params"].(map[string]any)
-	return method, fmt.Sprint(idv), hasID, params
-}
-
-// settleSuperseded applies rule 8 to one session's frames: when a prompt
-// is superseded by a newer one, the agent may start the new turn before
-// its reply to the old prompt is on the wire, so the old reply is put
-// right after the last frame of its own turn: the superseding request, or
-// a later update of a tool call the old turn started.
-func settleSuperseded(items []gitem) []gitem {
-	var prompts []string
-	for _, it := range items {
-		if method, id, hasID, _ := it.fields(); it.dir == toAgent && method == "session/prompt" && hasID {
-			prompts = append(prompts, id)
-		}
-	}
-	for _, pid := range prompts {
-		req, next, resp := -1, -1, -1
-		for k, it := range items {
-			method, id, hasID, _ := it.fields()
-			switch {
-			case it.dir == toAgent && method == "session/prompt" && id == pid:
-				req = k
-			case req >= 0 && next < 0 && it.dir == toAgent && method == "session/prompt":
-				next = k
-			case req >= 0 && it.dir == fromAgent && method == "" && hasID && id == pid:
-				resp = k
-			}
-		}
-		if req < 0 || next < 0 || resp < next {
-			continue // not superseded, or already answered before the next prompt
-		}
-		calls := map[any]bool{}
-		for _, it := range items[req:next] {
-			if method, _, _, p := it.fields(); method == "session/update" {
-				if u, _ := p["update"].(map[string]any); u["sessionUpdate"] == "tool_call" {
-					calls[u["toolCallId"]] = true
-				}
-			}
-		}
-		last := next
-		for k := next + 1; k < resp; k++ {
-			if method, _, _, p := items[k].fields(); method == "session/update" {
-				if u, _ := p["update"].(map[string]any); calls[u["toolCallId"]] {
-					last = k
-				}
-			}
-		}
-		r := items[resp]
-		items = append(items[:resp], items[resp+1:]...)
-		items = append(items[:last+1], append([]gitem{r}, items[last+1:]...)...)
-	}
-	return items
 }
 
 // systemPrompt applies the system-prompt part of rule 7 to one message.
