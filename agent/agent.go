@@ -184,17 +184,13 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 				out.Stop = StopCancelled
 				return out, nil
 			}
+			// Run promises ErrProvider for every provider failure. Errors
+			// that already carry it are written for the user (what failed,
+			// where, what to do); a prefix would only bury that.
 			if !errors.Is(err, ErrProvider) {
-				// Run promises ErrProvider for every provider failure, so
-				// callers can branch on it whatever the provider returned.
-				err = fmt.Errorf("%w: %w", ErrProvider, err)
+				err = fmt.Errorf("%w: model request %d: %w", ErrProvider, n+1, err)
 			}
-			if errors.Is(err, ErrProvider) {
-				// Provider errors are written for the user already (what
-				// failed, where, what to do); a prefix would only bury that.
-				return out, err
-			}
-			return out, fmt.Errorf("model request %d: %w", n+1, err)
+			return out, err
 		}
 		msg := resp.Message
 		msg.Role = RoleAssistant
