@@ -479,22 +479,11 @@ func TestDisconnectEndsEverything(t *testing.T) {
 // the cancel still applies.
 func TestCancelRightAfterPrompt(t *testing.T) {
 	t.Parallel()
-	c := newRawConn(t, harnessOptions{provider: agent.ProviderFunc(func(ctx context.Context, _ agent.Request, _ func(agent.Delta)) (agent.Response, error) {
-		<-ctx.Done()
-		return agent.Response{}, ctx.Err()
-	})})
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
-	c.recv()
+	c := newHangingConn(t)
 	for i := range 40 {
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`, 100+i))
-		var res struct {
-			SessionID string `json:"sessionId"`
-		}
-		if err := json.Unmarshal(c.recv().Result, &res); err != nil {
-			t.Fatal(err)
-		}
-		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, res.SessionID)
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 200+i, res.SessionID) + "\n" + cancel)
+		sid := c.newSession(100 + i)
+		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sid)
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 200+i, sid) + "\n" + cancel)
 		select {
 		case b := <-c.lines:
 			if !strings.Contains(string(b), `"stopReason":"cancelled"`) {
@@ -512,22 +501,11 @@ func TestCancelRightAfterPrompt(t *testing.T) {
 // supersedes the earlier, whichever handler the SDK happens to run first.
 func TestBackToBackPrompts(t *testing.T) {
 	t.Parallel()
-	c := newRawConn(t, harnessOptions{provider: agent.ProviderFunc(func(ctx context.Context, _ agent.Request, _ func(agent.Delta)) (agent.Response, error) {
-		<-ctx.Done()
-		return agent.Response{}, ctx.Err()
-	})})
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
-	c.recv()
+	c := newHangingConn(t)
 	for i := range 20 {
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`, 100+i))
-		var res struct {
-			SessionID string `json:"sessionId"`
-		}
-		if err := json.Unmarshal(c.recv().Result, &res); err != nil {
-			t.Fatal(err)
-		}
-		first := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 200+i, res.SessionID)
-		second := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 300+i, res.SessionID)
+		sid := c.newSession(100 + i)
+		first := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 200+i, sid)
+		second := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 300+i, sid)
 		c.send(first + "\n" + second)
 		// The second prompt hangs in its model request until cancelled, so
 		// the first answer must be the first prompt's, cancelled.
@@ -535,10 +513,35 @@ func TestBackToBackPrompts(t *testing.T) {
 		if string(got.ID) != fmt.Sprint(200+i) || !strings.Contains(string(got.Result), `"stopReason":"cancelled"`) {
 			t.Fatalf("run %d: first answer id=%s result=%s, want id %d cancelled", i, got.ID, got.Result, 200+i)
 		}
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, res.SessionID))
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sid))
 		got = c.recv()
 		if string(got.ID) != fmt.Sprint(300+i) || !strings.Contains(string(got.Result), `"stopReason":"cancelled"`) {
 			t.Fatalf("run %d: second answer id=%s result=%s", i, got.ID, got.Result)
 		}
 	}
+}
+
+// newHangingConn is an initialized raw connection whose model never answers
+// until its turn is cancelled.
+func newHangingConn(t *testing.T) *rawConn {
+	c := newRawConn(t, harnessOptions{provider: agent.ProviderFunc(func(ctx context.Context, _ agent.Request, _ func(agent.Delta)) (agent.Response, error) {
+		<-ctx.Done()
+		return agent.Response{}, ctx.Err()
+	})})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	c.recv()
+	return c
+}
+
+// newSession creates a session in / with the given request id.
+func (c *rawConn) newSession(id int) string {
+	c.t.Helper()
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`, id))
+	var res struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(c.recv().Result, &res); err != nil {
+		c.t.Fatal(err)
+	}
+	return res.SessionID
 }
