@@ -75,7 +75,7 @@ func buildEnv(base, keep, keyNames, secrets []string) []string {
 			continue
 		case holdsSecret(value, secrets):
 			continue
-		case looksSecret(name) && !slices.Contains(keep, name):
+		case LooksSecret(name) && !slices.Contains(keep, name):
 			continue
 		}
 		out = append(out, kv)
@@ -83,7 +83,10 @@ func buildEnv(base, keep, keyNames, secrets []string) []string {
 	return append(out, agentEnv...)
 }
 
-func looksSecret(name string) bool {
+// LooksSecret reports whether an environment variable's name marks it as a
+// credential (it contains KEY, SECRET, TOKEN or PASSWORD, in any case).
+// Such variables are removed from every command's environment.
+func LooksSecret(name string) bool {
 	upper := strings.ToUpper(name)
 	for _, m := range secretMarkers {
 		if strings.Contains(upper, m) {

@@ -17,6 +17,10 @@ import (
 )
 
 func main() {
+	if err := hideSecrets(); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
