@@ -173,10 +173,12 @@ func (u *turnUI) flush(lc *liveCall) {
 	lc.dirty = false
 	var up acpsdk.SessionUpdate
 	if u.usesTerminal(lc.info) {
-		data := validUTF8Prefix(lc.pending)
+		// Copy out before compacting: data aliases pending, and the carried
+		// bytes of a split rune are moved over its start.
+		data := string(validUTF8Prefix(lc.pending))
 		lc.pending = append(lc.pending[:0], lc.pending[len(data):]...)
 		up = acpsdk.UpdateToolCall(acpsdk.ToolCallId(lc.info.ID))
-		up.ToolCallUpdate.Meta = map[string]any{"terminal_output": map[string]any{"terminal_id": lc.info.ID, "data": string(data)}}
+		up.ToolCallUpdate.Meta = map[string]any{"terminal_output": map[string]any{"terminal_id": lc.info.ID, "data": data}}
 	} else {
 		text := strings.ToValidUTF8(string(lc.tail), "")
 		up = acpsdk.UpdateToolCall(acpsdk.ToolCallId(lc.info.ID),

@@ -3,9 +3,18 @@ package acp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestFenced(t *testing.T) {
@@ -126,5 +135,40 @@ func TestReadLineOverLong(t *testing.T) {
 	second, err := readLine(br)
 	if err != nil || !bytes.Equal(second, []byte(`{"next":true}`)) {
 		t.Errorf("next line = %q, %v", second, err)
+	}
+}
+
+type recordingClient struct {
+	updates []acpsdk.SessionUpdate
+}
+
+func (c *recordingClient) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
+	c.updates = append(c.updates, n.Update)
+	return nil
+}
+
+func (c *recordingClient) RequestPermission(context.Context, acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	return acpsdk.RequestPermissionResponse{}, nil
+}
+
+// TestTerminalFlushSplitRune: a rune split across two reads reaches the
+// terminal whole, and the bytes before it are not damaged.
+func TestTerminalFlushSplitRune(t *testing.T) {
+	c := &recordingClient{}
+	u := newTurnUI(c, "s", true, time.Hour, context.Background(), zap.NewNop())
+	info := agent.CallInfo{ID: "call", Display: tools.Display{Live: true}}
+	lc := &liveCall{info: info}
+	u.live[info.ID] = lc
+	u.output(info.ID, []byte("caf\xc3"))
+	u.flush(lc)
+	u.output(info.ID, []byte("\xa9 ok\n"))
+	u.flush(lc)
+	var got []string
+	for _, up := range c.updates {
+		out := up.ToolCallUpdate.Meta["terminal_output"].(map[string]any)
+		got = append(got, out["data"].(string))
+	}
+	if diff := cmp.Diff([]string{"caf", "é ok\n"}, got); diff != "" {
+		t.Errorf("terminal data (-want +got):\n%s", diff)
 	}
 }

@@ -20,7 +20,9 @@ const (
 	DefaultKillGrace     = 3 * time.Second
 	DefaultLeftoverGrace = 300 * time.Millisecond
 	DefaultTailBytes     = 32_000
-	DefaultUnreadBytes   = 1 << 20
+	// DefaultUnreadBytes matches DefaultTailBytes: a read hands the model
+	// at most as much of a stream as a foreground result does.
+	DefaultUnreadBytes = DefaultTailBytes
 )
 
 // Options configure a Local executor. The zero value is usable.
@@ -48,7 +50,8 @@ type Options struct {
 	TailBytes int
 	// UnreadBytes bounds, per stream, the output of a background task that
 	// no Read has fetched yet; older unread bytes are dropped (they stay in
-	// the spill file). Zero means 1 MiB.
+	// the spill file), and a Read returns at most this much per stream.
+	// Zero means DefaultUnreadBytes (32,000).
 	UnreadBytes int
 	// SpillDir is the parent of the executor's private spill directory
 	// (mode 0700, created on first need with os.MkdirTemp). Empty means

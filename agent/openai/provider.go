@@ -166,6 +166,9 @@ func (p *Provider) Check() error {
 // Endpoint is the normalised base URL requests go to.
 func (p *Provider) Endpoint() string { return p.endpoint }
 
+// Model is the model name sent with every request.
+func (p *Provider) Model() string { return p.model }
+
 // Stream sends req and streams the answer; see agent.Provider.
 func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agent.Delta)) (agent.Response, error) {
 	if err := p.Check(); err != nil {

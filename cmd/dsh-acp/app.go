@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,10 +66,17 @@ func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, 
 	if cfg.script != "" {
 		sp, err := scripted.Load(cfg.script)
 		if err != nil {
-			return nil, nil, fmt.Errorf("load script: %w", err)
+			// Not fatal: the editor still gets an agent, and every prompt
+			// says what is wrong with the script.
+			log.Error("script not usable", zap.Error(err))
+			loadErr := fmt.Errorf("%w: load script: %w", agent.ErrProvider, err)
+			p = agent.ProviderFunc(func(context.Context, agent.Request, func(agent.Delta)) (agent.Response, error) {
+				return agent.Response{}, loadErr
+			})
+		} else {
+			p = sp
+			log.Info("using scripted model", zap.String("script", cfg.script))
 		}
-		p = sp
-		log.Info("using scripted model", zap.String("script", cfg.script))
 	} else {
 		op, err := openai.New(openai.Options{BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey, Logger: log.Named("model")})
 		if err != nil {
@@ -79,7 +87,7 @@ func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, 
 			// what to set.
 			log.Warn("model not usable yet", zap.Error(err))
 		}
-		log.Info("using model endpoint", zap.String("endpoint", op.Endpoint()), zap.String("model", cfg.model))
+		log.Info("using model endpoint", zap.String("endpoint", op.Endpoint()), zap.String("model", op.Model()))
 		p = op
 	}
 	var closers []func() error

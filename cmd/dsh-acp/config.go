@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -112,13 +112,12 @@ func parseExec(args []string, getenv env, stderr io.Writer) (*config, error) {
 	if strings.TrimSpace(cfg.prompt) == "" && !cfg.version {
 		return nil, errors.New("exec needs a prompt: dsh-acp exec [flags] PROMPT...")
 	}
-	if cfg.cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("current directory: %w", err)
-		}
-		cfg.cwd = wd
+	// A relative --cwd means what it means in a shell: relative to here.
+	cwd, err := filepath.Abs(cfg.cwd)
+	if err != nil {
+		return nil, fmt.Errorf("--cwd: %w", err)
 	}
+	cfg.cwd = cwd
 	cfg.apiKey = getenv.first("DSH_API_KEY", "DEEPSEEK_API_KEY")
 	return cfg, cfg.validate()
 }

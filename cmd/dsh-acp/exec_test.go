@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +132,36 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "dsh-acp ") || strings.Count(out.String(), "\n") != 1 {
 		t.Errorf("stdout = %q", out.String())
+	}
+}
+
+// TestExecMalformedScript: a broken script fails the prompt with its
+// file:line, it does not take the program down before it can say so.
+func TestExecMalformedScript(t *testing.T) {
+	t.Parallel()
+	script := writeScript(t, `{"text":"fine"}`, `{"text": Infinity}`)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--script", script, "--cwd", t.TempDir(), "go"}, nil, &out, &errb, noEnv)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), script+":2") {
+		t.Errorf("stderr does not name the bad line: %q", errb.String())
+	}
+}
+
+// TestExecRelativeCwd: --cwd is resolved against the current directory.
+func TestExecRelativeCwd(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseExec([]string{"--cwd", "sub/dir", "hello"}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, "sub/dir"); cfg.cwd != want {
+		t.Errorf("cwd = %q, want %q", cfg.cwd, want)
 	}
 }
