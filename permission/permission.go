@@ -4,8 +4,23 @@
 //
 // Matching works on the simple commands of a shell line (split at ;, &&, ||,
 // | and newlines), so an allow rule for `git status` does not pass
-// `git status && rm -rf ~`. A line that hides commands inside command or
-// process substitution is never passed without asking.
+// `git status && rm -rf ~`. Runs of blanks count as one space and leading
+// shell syntax (if, then, do, while, !, time, { …) is skipped.
+//
+// Allow rules and remembered keys are conservative: they pass a simple
+// command only as written, never one with leading VAR=value assignments
+// (PATH=… or LD_PRELOAD=… change what runs) or one that writes a file
+// through a redirection (> f, >> f, &> f; 2>&1 and >/dev/null are fine),
+// and never a line with command or process substitution.
+//
+// Deny rules are generous: a pattern matches if it matches any reading of a
+// command — unquoted (\rm, "rm", r"m"), by the program's base name
+// (/bin/rm), without leading assignments, without wrappers (env, command,
+// exec, nice, nohup, timeout, sudo, xargs, …), and inside `bash -c`,
+// `eval`, `find -exec` and substitutions. That guards against accidents
+// and obvious variants, not against a determined adversary: a shell can
+// always build a command the patterns do not see (variables, functions,
+// scripts, `echo rm … | sh`), and there is no sandbox.
 package permission
 
 import (
@@ -53,28 +68,34 @@ type Decision struct {
 // Check applies deny rules, then allow rules and remembered keys. remembered
 // holds the keys (see Keys) the user allowed "always" in this session.
 func (r Rules) Check(command string, remembered map[string]bool) Decision {
-	parts := Split(command)
-	for _, p := range parts {
-		for _, pat := range r.Deny {
-			if matches(pat, p) {
-				return Decision{Verdict: Deny, Rule: pat}
-			}
-		}
+	if rule := newDenier(r.Deny, command).line(command, 0); rule != "" {
+		return Decision{Verdict: Deny, Rule: rule}
 	}
-	if len(parts) == 0 || hasSubstitution(command) {
+	if hasSubstitution(command) {
 		return Decision{Verdict: Ask}
 	}
 	rule := ""
-	for _, p := range parts {
+	commands := 0
+	for _, p := range Split(command) {
+		s := parseSimple(p)
+		if s.writes() {
+			return Decision{Verdict: Ask}
+		}
+		words := stripKeywords(s.words, false)
+		if len(words) == 0 {
+			continue // only syntax: "fi", "done", a for head
+		}
+		commands++
+		canonical := joinRaw(words)
 		matched := ""
 		for _, pat := range r.Allow {
-			if matches(pat, p) {
+			if matches(pat, canonical) {
 				matched = pat
 				break
 			}
 		}
-		if matched == "" && remembered[Key(p)] {
-			matched = Key(p)
+		if k := key(words); matched == "" && !isAssignment(words[0].raw) && k != "" && remembered[k] {
+			matched = k
 		}
 		if matched == "" {
 			return Decision{Verdict: Ask}
@@ -83,11 +104,24 @@ func (r Rules) Check(command string, remembered map[string]bool) Decision {
 			rule = matched
 		}
 	}
+	if commands == 0 {
+		return Decision{Verdict: Ask}
+	}
 	return Decision{Verdict: Allow, Rule: rule}
 }
 
+// matches reports whether a pattern matches a command; runs of blanks in
+// the pattern count as one space, as they do in the command forms.
 func matches(pattern, cmd string) bool {
-	pattern = strings.TrimSpace(pattern)
+	return matchNormalised(normalise(pattern), cmd)
+}
+
+// normalise turns every run of blanks into one space and trims the ends.
+func normalise(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func matchNormalised(pattern, cmd string) bool {
 	if pattern == "" {
 		return false
 	}
@@ -111,47 +145,57 @@ var subcommandTools = map[string]bool{
 
 // Key is what "always allow" remembers for one simple command: its program,
 // plus the subcommand for tools that have them ("go test", "git status",
-// "ls"). Leading VAR=value assignments are skipped.
+// "ls"). Leading shell keywords (if, then, do, !, time…) and VAR=value
+// assignments are skipped, and so are toolchain words ("cargo +nightly
+// build" is "cargo build").
 func Key(simple string) string {
-	words := strings.Fields(simple)
-	for len(words) > 0 && isAssignment(words[0]) {
+	return key(stripKeywords(parseSimple(simple).words, false))
+}
+
+func key(words []word) string {
+	for len(words) > 0 && isAssignment(words[0].raw) {
 		words = words[1:]
 	}
 	if len(words) == 0 {
 		return ""
 	}
-	prog := words[0]
-	if subcommandTools[prog] && len(words) > 1 && !strings.HasPrefix(words[1], "-") {
-		return prog + " " + words[1]
+	prog := words[0].raw
+	if !subcommandTools[prog] {
+		return prog
+	}
+	rest := words[1:]
+	for len(rest) > 0 && strings.HasPrefix(rest[0].raw, "+") {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && !strings.HasPrefix(rest[0].raw, "-") {
+		return prog + " " + rest[0].raw
 	}
 	return prog
 }
 
-// Keys returns the distinct keys of every simple command in a line, in order.
+// Keys returns the distinct keys of every simple command in a line, in
+// order. It returns nil when remembering them could never pass the line
+// (see Check): it has a substitution, or a command has leading assignments
+// or writes a file through a redirection.
 func Keys(command string) []string {
+	if hasSubstitution(command) {
+		return nil
+	}
 	var keys []string
 	seen := map[string]bool{}
 	for _, p := range Split(command) {
-		k := Key(p)
+		s := parseSimple(p)
+		words := stripKeywords(s.words, false)
+		if s.writes() || len(words) > 0 && isAssignment(words[0].raw) {
+			return nil
+		}
+		k := key(words)
 		if k != "" && !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
 	}
 	return keys
-}
-
-func isAssignment(w string) bool {
-	i := strings.IndexByte(w, '=')
-	if i <= 0 {
-		return false
-	}
-	for _, c := range w[:i] {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func hasSubstitution(command string) bool {
@@ -161,56 +205,82 @@ func hasSubstitution(command string) bool {
 
 // Split cuts a shell line into its simple commands at unquoted ;, &, &&, ||,
 // | and newlines, trimming each and dropping empty ones. Quotes are
-// respected so `echo "a;b"` stays whole; leading "(" and "{" of groups are
-// dropped so "(cd x && make)" yields "cd x" and "make".
+// respected so `echo "a;b"` stays whole, redirections (2>&1, &>f, >|f) are
+// not cut, and a backslash-newline joins lines as in the shell. Leading "("
+// and "{ " and trailing ")" and " }" of groups are dropped, so
+// "(cd x && make)" yields "cd x" and "make".
 func Split(command string) []string {
 	var parts []string
-	var cur strings.Builder
+	var cur []rune
 	flush := func() {
-		s := strings.TrimSpace(cur.String())
-		s = strings.TrimLeft(s, "({ \t")
-		s = strings.TrimSpace(strings.TrimRight(s, ")} \t"))
-		if s != "" {
+		if s := trimGroup(string(cur)); s != "" {
 			parts = append(parts, s)
 		}
-		cur.Reset()
+		cur = cur[:0]
 	}
 	var quote rune
 	escaped := false
+	// prev is the previous character if it was neither quoted nor escaped.
+	var prev rune
 	rs := []rune(command)
 	for i, c := range rs {
+		p := prev
+		prev = 0
 		switch {
 		case escaped:
 			escaped = false
-			cur.WriteRune(c)
+			if c == '\n' {
+				cur = cur[:len(cur)-1] // line continuation
+				continue
+			}
+			cur = append(cur, c)
 		case c == '\\' && quote != '\'':
 			escaped = true
-			cur.WriteRune(c)
+			cur = append(cur, c)
 		case quote != 0:
 			if c == quote {
 				quote = 0
 			}
-			cur.WriteRune(c)
+			cur = append(cur, c)
 		case c == '\'' || c == '"':
 			quote = c
-			cur.WriteRune(c)
-		case c == '&' && isRedirect(rs, i):
-			cur.WriteRune(c)
+			cur = append(cur, c)
+		case c == '&' && (p == '>' || p == '<' || i+1 < len(rs) && rs[i+1] == '>'),
+			c == '|' && p == '>':
+			cur = append(cur, c) // 2>&1, <&3, &>file, >|file
 		case c == ';' || c == '&' || c == '|' || c == '\n':
 			flush()
+			prev = c
 		default:
-			cur.WriteRune(c)
+			cur = append(cur, c)
+			prev = c
 		}
 	}
 	flush()
 	return parts
 }
 
-// isRedirect reports whether the & at rs[i] belongs to a redirection
-// (2>&1, >&2, &>file) rather than separating commands.
-func isRedirect(rs []rune, i int) bool {
-	if i > 0 && (rs[i-1] == '>' || rs[i-1] == '<') {
-		return true
+// trimGroup trims blanks and the grouping around a part: "(" and ")", and
+// "{" and "}" standing as words.
+func trimGroup(s string) string {
+	for {
+		s = strings.TrimSpace(s)
+		n := len(s)
+		switch {
+		case n == 0:
+			return s
+		case s[0] == '(':
+			s = s[1:]
+		case s[n-1] == ')' && !strings.HasSuffix(s, "\\)"):
+			s = s[:n-1]
+		case s == "{" || s == "}":
+			return ""
+		case s[0] == '{' && isBlank(rune(s[1])):
+			s = s[1:]
+		case s[n-1] == '}' && isBlank(rune(s[n-2])):
+			s = s[:n-1]
+		default:
+			return s
+		}
 	}
-	return i+1 < len(rs) && rs[i+1] == '>'
 }

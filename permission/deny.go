@@ -1,0 +1,347 @@
+package permission
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// maxDepth bounds how deep deny matching follows commands nested in strings
+// (bash -c, eval, find -exec, substitutions).
+const maxDepth = 16
+
+// denier matches deny patterns against the readings of a line.
+type denier struct {
+	// pats are the deny patterns with their blanks normalised; rules are
+	// the patterns as given, for the decision.
+	pats, rules []string
+	// limit is how much of a command form matching needs to see.
+	limit int
+	// budget is how many more characters of nested lines may be read.
+	budget int
+}
+
+func newDenier(rules []string, command string) *denier {
+	d := &denier{budget: 32*len(command) + 1<<16}
+	for _, r := range rules {
+		p := normalise(r)
+		if p == "" {
+			continue
+		}
+		d.pats = append(d.pats, p)
+		d.rules = append(d.rules, r)
+		d.limit = max(d.limit, len(p)+2)
+	}
+	return d
+}
+
+// match returns the deny rule matching one form of a command, or "".
+func (d *denier) match(cmd string) string {
+	for i, p := range d.pats {
+		if matchNormalised(p, cmd) {
+			return d.rules[i]
+		}
+	}
+	return ""
+}
+
+// line returns the deny rule that matches any simple command of a line in
+// any of its readings, or "". A line nested deeper than maxDepth, or too
+// large to read within the budget, cannot be shown harmless and is denied
+// under the first rule.
+func (d *denier) line(command string, depth int) string {
+	if len(d.pats) == 0 {
+		return ""
+	}
+	d.budget -= len(command)
+	if depth > maxDepth || d.budget < 0 {
+		return d.rules[0]
+	}
+	for _, p := range Split(command) {
+		if rule := d.simple(p, depth); rule != "" {
+			return rule
+		}
+	}
+	for _, body := range substitutions(command) {
+		if rule := d.line(body, depth+1); rule != "" {
+			return rule
+		}
+	}
+	return ""
+}
+
+func (d *denier) simple(part string, depth int) string {
+	if rule := d.match(normalise(part)); rule != "" {
+		return rule
+	}
+	s := parseSimple(part)
+	plain := stripKeywords(s.words, false)
+	readings := [][]word{plain}
+	if cased := stripKeywords(s.words, true); len(cased) != len(plain) {
+		readings = append(readings, cased)
+	}
+	for _, words := range readings {
+		if rule := d.match(d.join(words, false)); rule != "" {
+			return rule
+		}
+		// Peel assignments and wrappers one at a time; every step is a
+		// reading of what runs.
+		for len(words) > 0 {
+			for len(words) > 0 && isAssignment(words[0].raw) {
+				words = words[1:]
+			}
+			if len(words) == 0 {
+				break
+			}
+			words = expandBrace(words)
+			prog := words[0].text
+			base := path.Base(prog)
+			if prog == "" {
+				base = ""
+			}
+			args := words[1:]
+			rawArgs, textArgs := d.join(args, false), d.join(args, true)
+			for _, p := range []string{words[0].raw, prog, base} {
+				for _, a := range []string{rawArgs, textArgs} {
+					if rule := d.match(strings.TrimSpace(p + " " + a)); rule != "" {
+						return rule
+					}
+				}
+			}
+			for _, inner := range nested(base, args) {
+				if rule := d.line(inner, depth+1); rule != "" {
+					return rule
+				}
+			}
+			spec, ok := wrappers[base]
+			if !ok {
+				break
+			}
+			words = spec.strip(args)
+		}
+	}
+	return ""
+}
+
+// join joins the words (raw or unquoted) with spaces, stopping once the
+// result is longer than any pattern can look.
+func (d *denier) join(ws []word, text bool) string {
+	var b strings.Builder
+	for i, w := range ws {
+		if b.Len() > d.limit {
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if text {
+			b.WriteString(w.text)
+		} else {
+			b.WriteString(w.raw)
+		}
+	}
+	return b.String()
+}
+
+// braceRE matches a word that is (or holds) one brace expansion:
+// pre{a,b}post.
+var braceRE = regexp.MustCompile(`^([^{}'"\\]*)\{([^{}'"\\]*,[^{}'"\\]*)\}([^{}'"\\]*)$`)
+
+// expandBrace expands a brace expansion in the program word, as in
+// {rm,-f,x} or r{m,}.
+func expandBrace(words []word) []word {
+	m := braceRE.FindStringSubmatch(words[0].raw)
+	if m == nil {
+		return words
+	}
+	var out []word
+	for alt := range strings.SplitSeq(m[2], ",") {
+		w := m[1] + alt + m[3]
+		if w != "" {
+			out = append(out, word{raw: w, text: w})
+		}
+	}
+	if len(out) == 0 {
+		return words
+	}
+	return append(out, words[1:]...)
+}
+
+// shells run their -c argument as a command line.
+var shells = map[string]bool{
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
+	"ash": true, "yash": true, "fish": true, "csh": true, "tcsh": true, "rbash": true,
+}
+
+// nested returns the command lines a program runs from its arguments:
+// `bash -c STRING`, `eval ARGS…`, `su -c STRING`, `env -S STRING`,
+// `find … -exec CMD… ;`, `watch ARGS…`.
+func nested(prog string, args []word) []string {
+	switch {
+	case shells[prog]:
+		if s, ok := shellString(args); ok {
+			return []string{s}
+		}
+	case prog == "eval" || prog == "watch":
+		if prog == "watch" {
+			args = wrapperSpec{argOpts: "nq", longArgs: []string{"interval", "equexit"}}.strip(args)
+		}
+		if len(args) > 0 {
+			return []string{joinText(args)}
+		}
+	case prog == "su" || prog == "runuser":
+		for i, a := range args {
+			if v, ok := strings.CutPrefix(a.text, "--command="); ok {
+				return []string{v}
+			}
+			if i+1 < len(args) && (a.text == "--command" || isShortCluster(a.text) && strings.Contains(a.text, "c")) {
+				return []string{args[i+1].text}
+			}
+		}
+	case prog == "env":
+		for i := 0; i < len(args) && strings.HasPrefix(args[i].text, "-"); i++ {
+			a := args[i].text
+			if v, ok := strings.CutPrefix(a, "--split-string="); ok {
+				return []string{v}
+			}
+			switch {
+			case (a == "-S" || a == "--split-string") && i+1 < len(args):
+				return []string{args[i+1].text}
+			case strings.HasPrefix(a, "-S"):
+				return []string{a[2:]}
+			case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
+				i++ // their argument
+			}
+		}
+	case prog == "find":
+		var out []string
+		for i := 0; i < len(args); i++ {
+			switch args[i].text {
+			case "-exec", "-execdir", "-ok", "-okdir":
+				j := i + 1
+				for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+					j++
+				}
+				out = append(out, joinRaw(args[i+1:j]))
+				i = j
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func isShortCluster(a string) bool {
+	return len(a) >= 2 && a[0] == '-' && a[1] != '-'
+}
+
+// shellString finds the command string of `sh [options] -c STRING`
+// (also -lc, -ec, -o pipefail -c …).
+func shellString(args []word) (string, bool) {
+	c := false
+	for i := 0; i < len(args); i++ {
+		a := args[i].text
+		switch {
+		case a == "--" || a == "-":
+			if c && i+1 < len(args) {
+				return args[i+1].text, true
+			}
+			return "", false
+		case len(a) < 2 || a[0] != '-' && a[0] != '+':
+			return a, c
+		case strings.HasPrefix(a, "--"):
+			if a == "--rcfile" || a == "--init-file" {
+				i++
+			}
+		default:
+			skip := false
+			for _, f := range a[1:] {
+				switch f {
+				case 'c':
+					c = true
+				case 'o', 'O':
+					skip = true
+				}
+			}
+			if skip {
+				i++
+			}
+		}
+	}
+	return "", false
+}
+
+// wrapperSpec describes a program that runs another program given after its
+// options (and operands).
+type wrapperSpec struct {
+	// argOpts are the short options that take an argument.
+	argOpts string
+	// longArgs are the long options that take an argument when it is not
+	// attached with "=".
+	longArgs []string
+	// operands come between the options and the command (timeout's DURATION).
+	operands int
+}
+
+// strip returns the arguments after the wrapper's options and operands:
+// the command it runs.
+func (w wrapperSpec) strip(args []word) []word {
+	i := 0
+	for i < len(args) {
+		a := args[i].text
+		if a == "--" {
+			i++
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			break
+		}
+		i++
+		if long, ok := strings.CutPrefix(a, "--"); ok {
+			if !strings.Contains(long, "=") && slices.Contains(w.longArgs, long) {
+				i++
+			}
+			continue
+		}
+		for k := 1; k < len(a); k++ {
+			if strings.IndexByte(w.argOpts, a[k]) >= 0 {
+				if k == len(a)-1 {
+					i++ // the argument is the next word
+				}
+				break
+			}
+		}
+	}
+	args = args[min(i, len(args)):]
+	return args[min(w.operands, len(args)):]
+}
+
+// wrappers are the programs deny matching looks through.
+var wrappers = map[string]wrapperSpec{
+	"command":  {},
+	"builtin":  {},
+	"exec":     {argOpts: "a"},
+	"nohup":    {},
+	"setsid":   {},
+	"unbuffer": {},
+	"busybox":  {},
+	"fakeroot": {},
+	"doas":     {argOpts: "uC"},
+	"env":      {argOpts: "uCS", longArgs: []string{"unset", "chdir", "split-string"}},
+	"nice":     {argOpts: "n", longArgs: []string{"adjustment"}},
+	"time":     {argOpts: "fo", longArgs: []string{"format", "output"}},
+	"timeout":  {argOpts: "sk", longArgs: []string{"signal", "kill-after"}, operands: 1},
+	"sudo": {argOpts: "CDghprRtTUu", longArgs: []string{
+		"close-from", "chdir", "group", "host", "prompt", "role", "chroot", "type",
+		"command-timeout", "other-user", "user",
+	}},
+	"xargs": {argOpts: "adEILnPs", longArgs: []string{
+		"arg-file", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var",
+	}},
+	"stdbuf":  {argOpts: "ioe", longArgs: []string{"input", "output", "error"}},
+	"ionice":  {argOpts: "cnpPu", longArgs: []string{"class", "classdata", "pid", "pgid", "uid"}},
+	"chrt":    {argOpts: "TPD", longArgs: []string{"sched-runtime", "sched-period", "sched-deadline"}, operands: 1},
+	"taskset": {operands: 1},
+	"chroot":  {longArgs: []string{"userspec", "groups"}, operands: 1},
+}
