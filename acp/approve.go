@@ -71,14 +71,20 @@ func commandArg(args string) (string, bool) {
 
 func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, command string, log *zap.Logger) (agent.Approval, error) {
 	options := []acpsdk.PermissionOption{{Kind: acpsdk.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: optAllowOnce}}
+	// "Always" remembers the line's programs. Its name says exactly that,
+	// and says so when this very line will still be asked next time
+	// (remembered keys never pass assignments, file writes or
+	// substitutions).
 	keys := permission.Keys(command)
-	// Offer "always" only where it will really be applied later: commands
-	// with substitutions are always asked again.
-	if len(keys) > 0 && !strings.ContainsAny(command, "`") && !strings.Contains(command, "$(") &&
-		!strings.Contains(command, "<(") && !strings.Contains(command, ">(") {
+	name := alwaysName(keys)
+	if len(keys) == 0 {
+		keys = permission.Programs(command)
+		name = alwaysName(keys) + " (lines like this one, which set variables, write files or substitute commands, are still asked)"
+	}
+	if len(keys) > 0 {
 		options = append(options, acpsdk.PermissionOption{
 			Kind:     acpsdk.PermissionOptionKindAllowAlways,
-			Name:     alwaysName(keys),
+			Name:     name,
 			OptionId: optAllowAlways,
 		})
 	}

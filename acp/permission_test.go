@@ -67,8 +67,16 @@ func TestPermissionRequestAndReject(t *testing.T) {
 			alwaysNames: []string{"`ls`"},
 		},
 		{
-			name: "substitution is never remembered", command: "echo $(cat secret)",
-			wantOptions: []string{"allow_once/allow_once", "reject_once/reject_once"},
+			// Remembering `echo` can never pass this very line again; the
+			// option still exists and its name says so.
+			name: "substitution line says it is still asked", command: "echo $(cat secret)",
+			wantOptions: []string{"allow_once/allow_once", "allow_always/allow_always", "reject_once/reject_once"},
+			alwaysNames: []string{"`echo`", "are still asked"},
+		},
+		{
+			name: "file write says it is still asked", command: "ls -la > listing.txt",
+			wantOptions: []string{"allow_once/allow_once", "allow_always/allow_always", "reject_once/reject_once"},
+			alwaysNames: []string{"`ls`", "write files", "are still asked"},
 		},
 	}
 	for _, tt := range tests {

@@ -198,6 +198,21 @@ func Keys(command string) []string {
 	return keys
 }
 
+// Programs returns the distinct keys of every simple command in a line, in
+// order, whether or not remembering them could pass this very line (Keys
+// says that).
+func Programs(command string) []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, p := range Split(command) {
+		if k := Key(p); k != "" && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 func hasSubstitution(command string) bool {
 	return strings.Contains(command, "$(") || strings.Contains(command, "`") ||
 		strings.Contains(command, "<(") || strings.Contains(command, ">(")
