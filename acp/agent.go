@@ -108,14 +108,6 @@ func (a *Agent) client() client {
 	return a.conn
 }
 
-// SetClient connects the agent to a client without Serve (for callers that
-// build the SDK connection themselves, like the headless runner).
-func (a *Agent) SetClient(c client) {
-	a.mu.Lock()
-	a.conn = c
-	a.mu.Unlock()
-}
-
 func (a *Agent) sessionLogger(id string) *zap.Logger {
 	return a.log.With(zap.String("session", id))
 }
