@@ -276,6 +276,11 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.S
 		}
 		up.ToolCallUpdate.Meta = map[string]any{"terminal_exit": map[string]any{"terminal_id": c.ID, "exit_code": code, "signal": sig}}
 		if !r.IsError {
+			// The terminal shows the output and the exit; what it cannot
+			// show — a timeout, where the full output went — follows it.
+			if n := terminalNotes(r.Text); n != "" {
+				up.ToolCallUpdate.Content = append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(n))
+			}
 			return up
 		}
 	}
@@ -285,6 +290,18 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.S
 	}
 	up.ToolCallUpdate.Content = append(content, fenced(r.Text))
 	return up
+}
+
+// terminalNotes picks from a result text the marker lines a terminal view
+// cannot show by itself.
+func terminalNotes(text string) string {
+	var notes []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "[timed out after ") || strings.HasPrefix(line, "[output truncated; full output: ") {
+			notes = append(notes, line)
+		}
+	}
+	return strings.Join(notes, "\n")
 }
 
 // fenced shows text in a ```console block whose fence is longer than any

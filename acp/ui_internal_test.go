@@ -172,3 +172,30 @@ func TestTerminalFlushSplitRune(t *testing.T) {
 		t.Errorf("terminal data (-want +got):\n%s", diff)
 	}
 }
+
+// TestTerminalFinishNotes: with Zed's terminal, the final update keeps the
+// terminal and adds only what it cannot show: a timeout, a spill path.
+func TestTerminalFinishNotes(t *testing.T) {
+	u := newTurnUI(&recordingClient{}, "s", true, time.Hour, context.Background(), zap.NewNop())
+	c := agent.CallInfo{ID: "call", Display: tools.Display{Live: true}}
+
+	timedOut := u.finishCall(c, tools.Result{
+		Text:    "partial\n[output truncated; full output: /spill/x]\n[timed out after 100ms]\n[killed by signal: SIGTERM]",
+		Display: tools.Display{TimedOut: true, Signal: "SIGTERM", Live: true},
+	}, true).ToolCallUpdate
+	if len(timedOut.Content) != 2 || timedOut.Content[0].Terminal == nil {
+		t.Fatalf("content = %+v, want the terminal then the notes", timedOut.Content)
+	}
+	notes := timedOut.Content[1].Content.Content.Text.Text
+	if want := "```console\n[output truncated; full output: /spill/x]\n[timed out after 100ms]\n```"; notes != want {
+		t.Errorf("notes = %q, want %q", notes, want)
+	}
+	if timedOut.Meta["terminal_exit"] == nil {
+		t.Error("no terminal_exit")
+	}
+
+	plain := u.finishCall(c, tools.Result{Text: "ok\n", Display: tools.Display{ExitCode: new(int), Live: true}}, true).ToolCallUpdate
+	if plain.Content != nil {
+		t.Errorf("a plain run replaced the terminal content: %+v", plain.Content)
+	}
+}
