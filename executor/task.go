@@ -66,7 +66,9 @@ func (l *Local) Start(spec Spec) (string, error) {
 			defer l.wg.Done()
 			l.notify(TaskEnd{ID: id, Owner: t.owner, Status: st})
 		}()
-		return id, fmt.Errorf("start %s: %w", id, err)
+		// The spawn error reads as it does for a foreground run (it names
+		// the workdir or the shell); the returned id says which task failed.
+		return id, err
 	}
 	// The id is predictable, so a Read may already be looking at t.
 	t.mu.Lock()

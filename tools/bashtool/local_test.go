@@ -519,16 +519,19 @@ func TestLocalFailedStart(t *testing.T) {
 	a := tools.Caller{SessionID: "A", Cwd: t.TempDir()}
 	missing := filepath.Join(a.Cwd, "gone")
 	res := l.run(t, a, "true", map[string]any{"run_in_background": true, "workdir": "gone"})
-	want := regexp.MustCompile(`^Error: start (bash-\d+): workdir ` + regexp.QuoteMeta(missing) + ` does not exist$`)
-	m := want.FindStringSubmatch(res.Text)
-	if !res.IsError || m == nil {
-		t.Fatalf("start: got %q (IsError %v), want a match for %s", res.Text, res.IsError, want)
+	// The same text as a foreground spawn failure; the id is in the display.
+	if want := "Error: workdir " + missing + " does not exist"; !res.IsError || res.Text != want {
+		t.Fatalf("start: got %q (IsError %v), want %q", res.Text, res.IsError, want)
 	}
-	waitEnded(t, l.exec, m[1])
-	if got := l.output.Run(testCtx(t), call(a, taskArgs(m[1]))); !got.IsError || got.Text != "Error: workdir "+missing+" does not exist" {
+	id := res.Display.TaskID
+	if !regexp.MustCompile(`^bash-\d+$`).MatchString(id) {
+		t.Fatalf("display task id = %q", id)
+	}
+	waitEnded(t, l.exec, id)
+	if got := l.output.Run(testCtx(t), call(a, taskArgs(id))); !got.IsError || got.Text != "Error: workdir "+missing+" does not exist" {
 		t.Errorf("bash_output: %q (IsError %v)", got.Text, got.IsError)
 	}
-	if got := l.kill.Run(testCtx(t), call(a, taskArgs(m[1]))); got.IsError || got.Text != "task "+m[1]+" had already finished" {
+	if got := l.kill.Run(testCtx(t), call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
 		t.Errorf("bash_kill: %q (IsError %v)", got.Text, got.IsError)
 	}
 }
