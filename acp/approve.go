@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -137,10 +138,44 @@ func alwaysName(keys []string) string {
 
 // rawInput is the arguments as JSON for the editor, or the raw text when the
 // model sent something that is not JSON.
+//
+// Long strings are clipped to maxRawString: the editor only shows them, and
+// a multi-megabyte argument would otherwise become a frame over the size a
+// client reads (the SDK's own limit is 10 MiB).
 func rawInput(args string) any {
 	var v any
 	if err := json.Unmarshal([]byte(args), &v); err != nil {
-		return args
+		return clipString(args)
+	}
+	return clipValue(v)
+}
+
+// maxRawString bounds each string of a rawInput.
+const maxRawString = 64 << 10
+
+func clipValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return clipString(x)
+	case []any:
+		for i := range x {
+			x[i] = clipValue(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = clipValue(x[k])
+		}
 	}
 	return v
+}
+
+func clipString(s string) string {
+	if len(s) <= maxRawString {
+		return s
+	}
+	cut := maxRawString
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… [%d more bytes]", s[:cut], len(s)-cut)
 }

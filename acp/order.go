@@ -115,7 +115,9 @@ func (a *Agent) wireOrder(line []byte) []byte {
 	case method == "session/cancel":
 		s.CancelArrived()
 		return line
-	case method != "session/prompt" || len(frame["id"]) == 0:
+	case method != "session/prompt" || len(frame["id"]) == 0 || string(frame["id"]) == "null":
+		// A prompt without an id (or with a null one) is a notification
+		// to the SDK: no reply will ever be written to wait for.
 		return line
 	}
 	seq := s.PromptArrived()

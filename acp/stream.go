@@ -41,18 +41,34 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // Request (-32600) reply with a null id.
 //
 // Every frame passed on goes through observe first, in the order read; it
-// returns the frame to pass on (possibly rewritten).
+// returns the frame to pass on (possibly rewritten). Frames that arrived
+// together (already buffered) are all observed before any is passed on: a
+// session/cancel written right behind its session/prompt must be recorded
+// before that prompt's turn can run, and a short turn can finish before
+// this goroutine would otherwise get to the next line.
 func filterInput(in io.Reader, out io.Writer, log *zap.Logger, observe func([]byte) []byte) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReaderSize(in, 64<<10)
+		var batch []byte
 		for {
-			line, err := readLine(br)
-			if len(bytes.TrimSpace(line)) > 0 {
+			batch = batch[:0]
+			var err error
+			for first := true; first || (err == nil && bufferedLine(br)); first = false {
+				var line []byte
+				line, err = readLine(br)
+				if len(bytes.TrimSpace(line)) == 0 {
+					continue
+				}
 				if reply := check(line); reply != nil {
 					log.Warn("rejected malformed frame", zap.Int("bytes", len(line)))
 					_, _ = out.Write(reply)
-				} else if _, werr := pw.Write(append(observe(line), '\n')); werr != nil {
+					continue
+				}
+				batch = append(append(batch, observe(line)...), '\n')
+			}
+			if len(batch) > 0 {
+				if _, werr := pw.Write(batch); werr != nil {
 					return
 				}
 			}
@@ -66,6 +82,17 @@ func filterInput(in io.Reader, out io.Writer, log *zap.Logger, observe func([]by
 		}
 	}()
 	return pr
+}
+
+// bufferedLine reports whether a whole line is already buffered, so reading
+// it cannot block.
+func bufferedLine(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // readLine reads one line without its newline. A line over maxLine is

@@ -545,3 +545,58 @@ func (c *rawConn) newSession(id int) string {
 	}
 	return res.SessionID
 }
+
+// TestCancelInSameWriteAsInstantPrompt: even a turn that would finish at
+// once is cancelled by a session/cancel that arrived in the same write as its
+// prompt: the input filter records every frame already buffered before it
+// passes the prompt on.
+func TestCancelInSameWriteAsInstantPrompt(t *testing.T) {
+	t.Parallel()
+	c := newRawConn(t, harnessOptions{provider: agent.ProviderFunc(func(context.Context, agent.Request, func(agent.Delta)) (agent.Response, error) {
+		return agent.Response{Message: agent.Message{Content: "done"}, FinishReason: agent.FinishStop}, nil
+	})})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	c.recv()
+	sid := c.newSession(2)
+	for i := range 50 {
+		prompt := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, 100+i, sid)
+		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sid)
+		c.send(prompt + "\n" + cancel)
+		for {
+			f := c.recv()
+			if len(f.ID) == 0 {
+				continue // an update of a turn that should not have run
+			}
+			if string(f.ID) != fmt.Sprint(100+i) || !strings.Contains(string(f.Result), `"stopReason":"cancelled"`) {
+				t.Fatalf("run %d: answer id=%s result=%s, want cancelled", i, f.ID, f.Result)
+			}
+			break
+		}
+	}
+}
+
+// TestNullIDPromptDoesNotStallTheSession: a prompt sent with "id": null is a
+// notification to the SDK, which never replies to it; the next prompt of the
+// session must not wait for that reply.
+func TestNullIDPromptDoesNotStallTheSession(t *testing.T) {
+	t.Parallel()
+	c := newRawConn(t, harnessOptions{provider: agent.ProviderFunc(func(context.Context, agent.Request, func(agent.Delta)) (agent.Response, error) {
+		return agent.Response{Message: agent.Message{Content: "done"}, FinishReason: agent.FinishStop}, nil
+	})})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	c.recv()
+	sid := c.newSession(2)
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, sid))
+	start := time.Now()
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[]}}`, sid))
+	for {
+		f := c.recv()
+		if string(f.ID) == "3" {
+			break
+		}
+	}
+	// A stall would last the agent's reply grace, 5 s.
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("the prompt after a null-id prompt took %v", d)
+	}
+}

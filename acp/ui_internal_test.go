@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/google/go-cmp/cmp"
@@ -197,5 +198,20 @@ func TestTerminalFinishNotes(t *testing.T) {
 	plain := u.finishCall(c, tools.Result{Text: "ok\n", Display: tools.Display{ExitCode: new(int), Live: true}}, true).ToolCallUpdate
 	if plain.Content != nil {
 		t.Errorf("a plain run replaced the terminal content: %+v", plain.Content)
+	}
+}
+
+func TestRawInputClipsLongStrings(t *testing.T) {
+	long := strings.Repeat("é", maxRawString) // two bytes each
+	got := rawInput(`{"command":"` + long + `","n":[1,"x"]}`).(map[string]any)
+	cmd := got["command"].(string)
+	if len(cmd) > maxRawString+64 || !strings.HasSuffix(cmd, " more bytes]") || !utf8.ValidString(cmd) {
+		t.Errorf("command clipped to %d bytes, valid UTF-8 %v, tail %q", len(cmd), utf8.ValidString(cmd), cmd[len(cmd)-20:])
+	}
+	if diff := cmp.Diff([]any{1.0, "x"}, got["n"]); diff != "" {
+		t.Errorf("other values changed:\n%s", diff)
+	}
+	if raw := rawInput("{not json " + long).(string); len(raw) > maxRawString+64 {
+		t.Errorf("malformed arguments not clipped: %d bytes", len(raw))
 	}
 }
