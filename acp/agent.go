@@ -98,7 +98,13 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	case <-ctx.Done():
 		a.log.Info("shutting down", zap.Error(context.Cause(ctx)))
 	}
+	// Cancel every turn and wait for them, then for the replies to every
+	// request already read: a client that writes a request and closes its
+	// end at once still gets its answer.
 	a.opts.Sessions.CloseAll()
+	if !a.replies.waitAll(replyGrace) {
+		a.log.Warn("shutting down with replies still unwritten")
+	}
 	return nil
 }
 

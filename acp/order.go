@@ -43,6 +43,29 @@ func (r *replies) expect(id string) {
 	}
 }
 
+// waitAll waits until every awaited reply was written, or timeout.
+func (r *replies) waitAll(timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		r.mu.Lock()
+		var ch chan struct{}
+		for _, c := range r.waiting {
+			ch = c
+			break
+		}
+		r.mu.Unlock()
+		if ch == nil {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return false
+		}
+	}
+}
+
 // done returns a channel closed once the reply to id was written; nil when
 // id is not awaited.
 func (r *replies) done(id string) <-chan struct{} {
@@ -87,7 +110,17 @@ func compactID(raw json.RawMessage) string {
 // notifications on another, so without this a session/cancel written right
 // after its session/prompt could be handled first and lost, and of two
 // back-to-back prompts the older could supersede the newer.
+//
+// It also notes every request whose reply is owed, so that shutdown can wait
+// for the replies to requests already read (see Serve).
 func (a *Agent) wireOrder(line []byte) []byte {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &head) == nil && head.Method != "" && len(head.ID) > 0 && string(head.ID) != "null" {
+		a.replies.expect(compactID(head.ID))
+	}
 	if !bytes.Contains(line, []byte(`"session/prompt"`)) && !bytes.Contains(line, []byte(`"session/cancel"`)) {
 		return line
 	}
@@ -122,7 +155,6 @@ func (a *Agent) wireOrder(line []byte) []byte {
 	}
 	seq := s.PromptArrived()
 	id := compactID(frame["id"])
-	a.replies.expect(id)
 	meta := map[string]json.RawMessage{}
 	if raw := params["_meta"]; len(raw) > 0 && json.Unmarshal(raw, &meta) != nil {
 		meta = map[string]json.RawMessage{}

@@ -53,7 +53,9 @@ func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error)
 			return nil, nil, fmt.Errorf("open log file: %w", err)
 		}
 		sink = zapcore.AddSync(f)
-		closeFn = f.Close
+		// Flushed, not closed: SDK goroutines may still log a last line
+		// after serving ends, and the process exit closes the file.
+		closeFn = f.Sync
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder

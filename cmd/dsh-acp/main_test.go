@@ -268,3 +268,26 @@ func isZombie(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
+
+// TestRequestThenEOFIsAnswered: a client that writes requests and closes
+// stdin at once still gets every answer before the program exits.
+func TestRequestThenEOFIsAnswered(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n" +
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, dir) + "\n"
+	for i := range 10 {
+		cmd := exec.CommandContext(ctx, binPath, "--script", writeScript(t, `{"text":"hi"}`))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		cmd.Stdin = strings.NewReader(in)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if n := strings.Count(string(out), `"result"`); n != 2 {
+			t.Fatalf("run %d: %d answers, want 2:\n%s", i, n, out)
+		}
+	}
+}

@@ -41,8 +41,10 @@ func hideSecrets() error {
 	if fdText, ok := os.LookupEnv(secretsFDEnv); ok {
 		os.Unsetenv(secretsFDEnv)
 		fd, err := strconv.Atoi(fdText)
-		if err != nil {
-			return fmt.Errorf("bad %s: %w", secretsFDEnv, err)
+		if err != nil || !isHandOverPipe(fd) {
+			// Not ours (set by hand, or inherited): never read stdio or a
+			// file as credentials; start as if it were not there.
+			return hideSecrets()
 		}
 		f := os.NewFile(uintptr(fd), "secrets")
 		defer f.Close()
@@ -68,7 +70,12 @@ func hideSecrets() error {
 		}
 	}
 	blob := strings.Join(hidden, "\x00")
-	if len(hidden) == 0 || len(blob) > maxHandOver {
+	if len(hidden) == 0 {
+		return nil
+	}
+	if len(blob) > maxHandOver {
+		// stderr, not stdout: stdout belongs to the protocol.
+		fmt.Fprintf(os.Stderr, "dsh-acp: warning: %d bytes of credential variables are too many to hand over; they stay readable in /proc/%d/environ\n", len(blob), os.Getpid())
 		return nil
 	}
 	exe, err := os.Executable()
@@ -91,4 +98,14 @@ func hideSecrets() error {
 		unix.Close(p[0])
 	}
 	return nil
+}
+
+// isHandOverPipe: the descriptor is one a re-exec could have left: not
+// stdio, and a pipe.
+func isHandOverPipe(fd int) bool {
+	if fd <= 2 {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
 }

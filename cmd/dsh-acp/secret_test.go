@@ -94,3 +94,22 @@ func chunk(w io.Writer, delta map[string]any, finish string) {
 	b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": []any{choice}})
 	fmt.Fprintf(w, "data: %s\n\n", b)
 }
+
+// TestForeignSecretsFDIgnored: a hand-over variable the program did not set
+// itself (here pointing at stdin) is ignored: stdin stays the protocol's and
+// initialize is answered.
+func TestForeignSecretsFDIgnored(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, "--script", writeScript(t, `{"text":"hi"}`))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), secretsFDEnv + "=0"}
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("server with a foreign %s: %v", secretsFDEnv, err)
+	}
+	if !strings.Contains(string(out), `"protocolVersion":1`) {
+		t.Errorf("initialize not answered; stdout %q", out)
+	}
+}
