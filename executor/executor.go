@@ -212,8 +212,9 @@ type Executor interface {
 	// second kill does not restart the escalation.
 	Kill(id string) (KillResult, error)
 
-	// KillOwned kills every running task owned by owner (a session that is
-	// closing) and returns how many it signalled.
+	// KillOwned ends what a closing owner (a session) leaves behind: it
+	// kills every running task the owner owns, removes the spill files of
+	// the owner's commands, and returns how many tasks it signalled.
 	KillOwned(owner string) int
 
 	// Subscribe registers fn to be told, exactly once per task, when a

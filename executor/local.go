@@ -106,8 +106,9 @@ type Local struct {
 	nextTask int
 	subs     map[int]func(TaskEnd)
 	nextSub  int
-	shell    string // resolved Shell, cached after the first lookup
-	spillDir string // created on first need
+	shell    string              // resolved Shell, cached after the first lookup
+	spillDir string              // created on first need
+	spills   map[string][]string // owner → its spill files, for KillOwned
 
 	closeOnce sync.Once
 	closeErr  error
@@ -169,6 +170,7 @@ func NewLocal(opts Options) (*Local, error) {
 		procs:  make(map[*proc]struct{}),
 		tasks:  make(map[string]*task),
 		subs:   make(map[int]func(TaskEnd)),
+		spills: make(map[string][]string),
 	}, nil
 }
 
@@ -307,8 +309,9 @@ func (l *Local) Close() error {
 }
 
 // spillFile creates a spill file in the private directory, creating that
-// directory on first need. A failure is retried on the next overflow.
-func (l *Local) spillFile(label string) (*os.File, error) {
+// directory on first need, and records it under its owner so KillOwned can
+// remove it. A failure is retried on the next overflow.
+func (l *Local) spillFile(owner, label string) (*os.File, error) {
 	l.mu.Lock()
 	dir := l.spillDir
 	if dir == "" {
@@ -327,6 +330,11 @@ func (l *Local) spillFile(label string) (*os.File, error) {
 	f, err := os.CreateTemp(dir, label+"-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("spill file: %w", err)
+	}
+	if owner != "" {
+		l.mu.Lock()
+		l.spills[owner] = append(l.spills[owner], f.Name())
+		l.mu.Unlock()
 	}
 	return f, nil
 }

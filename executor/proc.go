@@ -91,8 +91,9 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		obsOut = func(b []byte) { obs(Stdout, b) }
 		obsErr = func(b []byte) { obs(Stderr, b) }
 	}
-	p.stdout = newCapture(label+"-stdout", l.opts.TailBytes, unreadBytes, l.spillFile, l.logger, obsOut)
-	p.stderr = newCapture(label+"-stderr", l.opts.TailBytes, unreadBytes, l.spillFile, l.logger, obsErr)
+	open := func(label string) (*os.File, error) { return l.spillFile(spec.Owner, label) }
+	p.stdout = newCapture(label+"-stdout", l.opts.TailBytes, unreadBytes, open, l.logger, obsOut)
+	p.stderr = newCapture(label+"-stderr", l.opts.TailBytes, unreadBytes, open, l.logger, obsErr)
 
 	outR, outW, err := os.Pipe()
 	if err != nil {

@@ -1,7 +1,10 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"sync"
 
@@ -173,7 +176,16 @@ func (l *Local) KillOwned(owner string) int {
 			mine = append(mine, t)
 		}
 	}
+	spills := l.spills[owner]
+	delete(l.spills, owner)
 	l.mu.Unlock()
+	// Nobody can refer to a gone owner's output any more. A task still
+	// writing keeps its open file until it dies; the name goes now.
+	for _, path := range spills {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.logger.Warn("remove spill file", zap.String("path", path), zap.Error(err))
+		}
+	}
 	n := 0
 	for _, t := range mine {
 		p := t.proc()

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -484,5 +485,31 @@ func TestClose(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestKillOwnedRemovesSpillFiles: a closing owner's spill files go with it;
+// another owner's stay.
+func TestKillOwnedRemovesSpillFiles(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, executor.Options{TailBytes: 16})
+	ctx := testCtx(t, 20*time.Second)
+	spill := func(owner string) string {
+		res, err := l.Run(ctx, executor.Spec{Command: "seq 1 100", Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stdout.SpillPath == "" {
+			t.Fatalf("no spill file for %q", owner)
+		}
+		return res.Stdout.SpillPath
+	}
+	mine, theirs := spill("a"), spill("b")
+	l.KillOwned("a")
+	if _, err := os.Stat(mine); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("closed owner's spill file still there: %v", err)
+	}
+	if _, err := os.Stat(theirs); err != nil {
+		t.Errorf("other owner's spill file: %v", err)
 	}
 }
