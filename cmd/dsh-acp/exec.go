@@ -225,20 +225,26 @@ func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {
 		return
 	}
 	if _, ok := tu.Meta["terminal_exit"]; ok {
-		// The output was printed live; add what the markers would say.
+		// The output was printed live; add what the markers would say, or
+		// the error that ended the call (an abort).
 		p.newline()
-		if s := statusLine(tu.RawOutput); s != "" {
+		if out, _ := tu.RawOutput.(map[string]any); out["isError"] == true {
+			p.printFenced(tu.Content)
+		} else if s := statusLine(tu.RawOutput); s != "" {
 			p.write(p.style(ansiDim, s) + "\n")
 		}
 		return
 	}
 	// A tool without a terminal: print the result text from its fenced block.
-	for _, c := range tu.Content {
+	p.printFenced(tu.Content)
+}
+
+func (p *printer) printFenced(content []acpsdk.ToolCallContent) {
+	for _, c := range content {
 		if c.Content == nil || c.Content.Content.Text == nil {
 			continue
 		}
-		text := c.Content.Content.Text.Text
-		if body, ok := unfence(text); ok {
+		if body, ok := unfence(c.Content.Content.Text.Text); ok {
 			p.newline()
 			p.write(body)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -163,5 +164,43 @@ func TestExecRelativeCwd(t *testing.T) {
 	}
 	if want := filepath.Join(wd, "sub/dir"); cfg.cwd != want {
 		t.Errorf("cwd = %q, want %q", cfg.cwd, want)
+	}
+}
+
+// TestExecInterrupt: Ctrl-C (the context) cancels the turn the way an
+// editor does: the command is stopped, the abort is shown, exit 130.
+func TestExecInterrupt(t *testing.T) {
+	t.Parallel()
+	deadline, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	ctx, interrupt := context.WithCancel(deadline)
+	defer interrupt()
+	script := writeScript(t,
+		`{"tool_calls":[{"name":"bash","arguments":{"command":"echo started; exec sleep 30","description":"Wait"}}]}`,
+		`{"text":"never"}`)
+	pr, pw := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"exec", "--script", script, "--yes", "--cwd", t.TempDir(), "wait"}, nil, pw, io.Discard, noEnv)
+		pw.Close()
+	}()
+	var seen strings.Builder
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if sc.Text() == "started" {
+			interrupt()
+		}
+	}
+	select {
+	case c := <-code:
+		if c != 130 {
+			t.Errorf("exit %d, want 130", c)
+		}
+	case <-deadline.Done():
+		t.Fatal("exec did not stop")
+	}
+	if !strings.Contains(seen.String(), "Error: command aborted") {
+		t.Errorf("output:\n%s", seen.String())
 	}
 }
