@@ -22,10 +22,10 @@ const (
 // reply before letting the next turn of the session start anyway.
 const replyGrace = 5 * time.Second
 
-// replies tracks prompt replies not yet written. A turn superseded by a
-// newer prompt lets the newer one start only once its own reply is on the
-// wire, so the editor never sees the new turn's updates before the old
-// prompt's "cancelled".
+// replies tracks the replies owed for requests read and not yet written.
+// A turn superseded by a newer prompt lets the newer one start only once its
+// own reply is on the wire, so the editor never sees the new turn's updates
+// before the old prompt's "cancelled"; and shutdown waits for all of them.
 type replies struct {
 	// mu guards waiting.
 	mu      sync.Mutex
