@@ -207,7 +207,7 @@ func (s *Session) PromptArrived() uint64 {
 
 // CancelArrived records that a cancel was read from the wire: it covers
 // every prompt read before it, whether or not its handler has begun, and
-// cancels the turn in flight.
+// cancels the turn in flight. It returns at once.
 func (s *Session) CancelArrived() {
 	s.mu.Lock()
 	s.cancelledThrough = s.arrived
@@ -278,15 +278,6 @@ func (s *Session) BeginTurn(ctx context.Context, seq uint64) (context.Context, f
 		close(t.done)
 	}
 	return tctx, end, nil
-}
-
-// Cancel cancels the turn in flight, if any, and returns at once.
-func (s *Session) Cancel() {
-	s.mu.Lock()
-	if s.current != nil {
-		s.current.cancel(ErrCancelled)
-	}
-	s.mu.Unlock()
 }
 
 // close marks the session closed, cancels its turn and returns a channel

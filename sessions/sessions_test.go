@@ -248,7 +248,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 	for begun.Load() < n && ctx.Err() == nil {
 		runtime.Gosched()
 	}
-	s.Cancel()
+	s.CancelArrived()
 	wg.Wait()
 	close(causes)
 	if m := maxInFlight.Load(); m != 1 {
@@ -268,7 +268,7 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := mustCreate(t, sessions.New(sessions.Options{}))
-	s.Cancel() // nothing in flight: a no-op
+	s.CancelArrived() // nothing in flight: a no-op
 
 	tctx, end, err := s.BeginTurn(ctx, 0)
 	if err != nil {
@@ -277,7 +277,7 @@ func TestCancel(t *testing.T) {
 	if tctx.Err() != nil {
 		t.Fatal("a Cancel before the turn began cancelled it")
 	}
-	s.Cancel()
+	s.CancelArrived()
 	wait(t, ctx, tctx.Done(), "the turn to be cancelled")
 	if cause := context.Cause(tctx); !errors.Is(cause, sessions.ErrCancelled) {
 		t.Errorf("cause = %v, want ErrCancelled", cause)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,16 +18,8 @@ import (
 // in-process ACP client over pipes, and prints the stream for a person.
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	cfg, err := parseExec(args, env(getenv), stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
-		return 2
-	}
-	if cfg.version {
-		fmt.Fprintln(stdout, "dsh-acp", version)
-		return 0
+	if code, done := settle(cfg, err, "dsh-acp exec", stdout, stderr); done {
+		return code
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {

@@ -35,23 +35,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExec(ctx, args[1:], stdout, stderr, getenv)
 	}
 	cfg, err := parseServe(args, env(getenv), stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(stderr, "dsh-acp:", err)
-		return 2
-	}
-	if cfg.version {
-		// The one line a person asked for; no protocol is being served.
-		fmt.Fprintln(stdout, "dsh-acp", version)
-		return 0
+	if code, done := settle(cfg, err, "dsh-acp", stdout, stderr); done {
+		return code
 	}
 	if err := serve(ctx, cfg, stdin, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "dsh-acp:", err)
 		return 1
 	}
 	return 0
+}
+
+// settle ends the program where flags decide it: help, a bad flag (exit
+// 2), or --version — the one line a person asked for, with no protocol
+// being served.
+func settle(cfg *config, err error, prefix string, stdout, stderr io.Writer) (code int, done bool) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	case err != nil:
+		fmt.Fprintln(stderr, prefix+":", err)
+		return 2, true
+	case cfg.version:
+		fmt.Fprintln(stdout, "dsh-acp", version)
+		return 0, true
+	}
+	return 0, false
 }
 
 // serve runs the ACP server until stdin closes or ctx is done, then kills
