@@ -279,9 +279,8 @@ func TestSecondPromptSupersedes(t *testing.T) {
 	t.Parallel()
 	var firstPID atomic.Int64
 	type seen struct {
-		aborted  string
-		pidGone  bool
-		requests int
+		aborted string
+		pidGone bool
 	}
 	seenCh := make(chan seen, 1)
 	h := newHarness(t, harnessOptions{provider: script{

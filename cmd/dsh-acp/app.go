@@ -41,8 +41,17 @@ type app struct {
 // newLogger writes structured logs to stderr or --log-file: stdout belongs
 // to the protocol.
 func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error) {
+	// Editors show stderr to the user (Emacs' acp.el as errors): by default
+	// only warnings go there, while a log file gets the whole story.
+	level := cfg.logLevel
+	if level == "" {
+		level = "warn"
+		if cfg.logFile != "" {
+			level = "info"
+		}
+	}
 	var lvl zapcore.Level
-	if err := lvl.Set(cfg.logLevel); err != nil {
+	if err := lvl.Set(level); err != nil {
 		return nil, nil, fmt.Errorf("log level: %w", err)
 	}
 	sink := zapcore.AddSync(stderr)

@@ -55,9 +55,12 @@ func (e env) first(names ...string) string {
 	return ""
 }
 
-func newFlagSet(name string, cfg *config, getenv env, stderr io.Writer) *flag.FlagSet {
+// newFlagSet declares the flags serve and exec share. The flag set prints
+// nothing itself: help goes to stdout and errors to stderr, through settle.
+func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&cfg.baseURL, "base-url", getenv.first("DSH_BASE_URL"), "OpenAI-compatible endpoint (env DSH_BASE_URL; default "+openai.DefaultBaseURL+")")
 	fs.StringVar(&cfg.model, "model", getenv.first("DSH_MODEL"), "model name (env DSH_MODEL; default "+openai.DefaultModel+")")
 	fs.StringVar(&cfg.script, "script", "", "replay canned model turns from `FILE` instead of calling a model (offline runs, tests)")
@@ -69,48 +72,107 @@ func newFlagSet(name string, cfg *config, getenv env, stderr io.Writer) *flag.Fl
 	fs.DurationVar(&cfg.timeout, "timeout", 120*time.Second, "default timeout of a foreground command")
 	fs.DurationVar(&cfg.maxTimeout, "max-timeout", 600*time.Second, "largest timeout a command may ask for")
 	fs.StringVar(&cfg.logFile, "log-file", "", "write logs to `PATH` instead of stderr")
-	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error (default warn on stderr, info with --log-file)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	return fs
 }
 
-func parseServe(args []string, getenv env, stderr io.Writer) (*config, error) {
-	cfg := &config{}
-	fs := newFlagSet("dsh-acp", cfg, getenv, stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  dsh-acp [flags]                 serve the Agent Client Protocol on stdin/stdout\n  dsh-acp exec [flags] PROMPT...  run one prompt and print what happens\n\nFlags:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL.\n")
+const serveUsage = `Usage:
+  dsh-acp [serve] [flags]          serve the Agent Client Protocol on stdin/stdout
+  dsh-acp exec [flags] PROMPT...   run one prompt and print what happens
+  dsh-acp help                     print this help
+  dsh-acp version                  print the version
+
+Flags:
+`
+
+const execUsage = `Usage:
+  dsh-acp exec [flags] PROMPT...
+
+Runs one prompt through the agent and prints the stream. Flags may come
+before or after the prompt; everything after "--" is prompt text.
+
+Exit codes: 0 the turn ended normally, 1 it failed (a model or agent
+error), 2 usage error, 3 it stopped early (max_turn_requests, the model's
+length limit or a refusal), 4 every command the model asked to run was
+refused, 130 interrupted.
+
+Flags:
+`
+
+// usageText is a flag set's help: the header, then every flag.
+func usageText(header string, fs *flag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString(header)
+	var flags strings.Builder
+	fs.SetOutput(&flags)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	// The README and every example spell flags with two dashes.
+	b.WriteString(strings.ReplaceAll("\n"+flags.String(), "\n  -", "\n  --")[1:])
+	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL.\n")
+	return b.String()
+}
+
+// helpError carries the help text a person asked for with -h/--help.
+type helpError struct{ text string }
+
+func (e *helpError) Error() string        { return "help requested" }
+func (e *helpError) Is(target error) bool { return target == flag.ErrHelp }
+
+// parseFlags parses args with flags allowed anywhere: a flag after the
+// prompt is a flag, never prompt text. "--" ends the flags.
+func parseFlags(fs *flag.FlagSet, header string, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, &helpError{text: usageText(header, fs)}
+			}
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+}
+
+func parseServe(args []string, getenv env) (*config, error) {
+	cfg := &config{}
+	fs := newFlagSet("dsh-acp", cfg, getenv)
+	rest, err := parseFlags(fs, serveUsage, args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (did you mean: dsh-acp exec %s?)", fs.Arg(0), strings.Join(fs.Args(), " "))
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: the server takes flags only (see dsh-acp help)", rest[0])
 	}
 	cfg.apiKey = getenv.first("DSH_API_KEY", "DEEPSEEK_API_KEY")
 	return cfg, cfg.validate()
 }
 
-func parseExec(args []string, getenv env, stderr io.Writer) (*config, error) {
+func parseExec(args []string, getenv env) (*config, error) {
 	cfg := &config{}
-	fs := newFlagSet("dsh-acp exec", cfg, getenv, stderr)
+	fs := newFlagSet("dsh-acp exec", cfg, getenv)
 	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the session (default: the current directory)")
 	fs.BoolVar(&cfg.yes, "yes", false, "answer every permission question with allow (default: refuse)")
 	fs.BoolVar(&cfg.thoughts, "thoughts", false, "print the model's reasoning (dimmed)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  dsh-acp exec [flags] PROMPT...\n\nRuns one prompt through the agent and prints the stream.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	// Default logging of the headless runner is quiet: the terminal is for the
 	// person reading the stream, and failures are printed for them anyway.
 	cfg.logLevel = "error"
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseFlags(fs, execUsage, args)
+	if err != nil {
 		return nil, err
 	}
-	cfg.prompt = strings.Join(fs.Args(), " ")
+	cfg.prompt = strings.Join(rest, " ")
 	if strings.TrimSpace(cfg.prompt) == "" && !cfg.version {
-		return nil, errors.New("exec needs a prompt: dsh-acp exec [flags] PROMPT...")
+		return nil, errors.New("exec needs a prompt (dsh-acp exec [flags] PROMPT)")
 	}
 	// A relative --cwd means what it means in a shell: relative to here.
 	cwd, err := filepath.Abs(cfg.cwd)
@@ -133,7 +195,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("--timeout %v is above --max-timeout %v", c.timeout, c.maxTimeout)
 	}
 	switch c.logLevel {
-	case "debug", "info", "warn", "error":
+	case "", "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}

@@ -17,7 +17,7 @@ import (
 // runExec runs one prompt through the same agent the editor gets, via an
 // in-process ACP client over pipes, and prints the stream for a person.
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	cfg, err := parseExec(args, env(getenv), stderr)
+	cfg, err := parseExec(args, env(getenv))
 	if code, done := settle(cfg, err, "dsh-acp exec", stdout, stderr); done {
 		return code
 	}
@@ -57,11 +57,27 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintln(stderr, "dsh-acp exec:", err)
 		return 1
 	}
-	if stop != acpsdk.StopReasonEndTurn {
+	return exitCode(stop, p, stderr)
+}
+
+// exitCode maps how the turn ended to the exit codes execUsage lists, so a
+// script can tell a finished turn from one that stopped early or whose
+// every command was refused.
+func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
+	switch stop {
+	case acpsdk.StopReasonEndTurn:
+	case acpsdk.StopReasonCancelled:
 		fmt.Fprintf(stderr, "dsh-acp exec: stopped: %s\n", stop)
-		if stop == acpsdk.StopReasonCancelled {
-			return 130
-		}
+		return 130
+	default:
+		fmt.Fprintf(stderr, "dsh-acp exec: stopped: %s\n", stop)
+		return 3
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.commands > 0 && p.commands == p.denied {
+		fmt.Fprintln(stderr, "dsh-acp exec: every command the model asked to run was refused")
+		return 4
 	}
 	return 0
 }
@@ -129,6 +145,11 @@ type printer struct {
 	// would overtake the notifications before it; the refused call's result
 	// says "permission denied" in order.
 	refused int
+	// commands counts the commands the model asked to run, denied those
+	// that were not run because a rule or the user refused them.
+	commands, denied int
+	// execute holds the ids of command calls still awaiting their result.
+	execute map[acpsdk.ToolCallId]bool
 }
 
 var _ acpsdk.Client = (*printer)(nil)
@@ -197,6 +218,12 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 		line := "$ " + u.ToolCall.Title
 		if u.ToolCall.Kind != acpsdk.ToolKindExecute {
 			line = "• " + u.ToolCall.Title
+		} else {
+			p.commands++
+			if p.execute == nil {
+				p.execute = map[acpsdk.ToolCallId]bool{}
+			}
+			p.execute[u.ToolCall.ToolCallId] = true
 		}
 		p.write(p.style(ansiBold, line) + "\n")
 	case u.ToolCallUpdate != nil:
@@ -214,6 +241,12 @@ func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {
 	}
 	if tu.Status == nil || (*tu.Status != acpsdk.ToolCallStatusCompleted && *tu.Status != acpsdk.ToolCallStatusFailed) {
 		return
+	}
+	if p.execute[tu.ToolCallId] {
+		delete(p.execute, tu.ToolCallId)
+		if refusedResult(tu.Content) {
+			p.denied++
+		}
 	}
 	if _, ok := tu.Meta["terminal_exit"]; ok {
 		// The output was printed live; add what the markers would say, or
@@ -240,6 +273,20 @@ func (p *printer) printFenced(content []acpsdk.ToolCallContent) {
 			p.write(body)
 		}
 	}
+}
+
+// refusedResult reports a command that was not run because a --deny rule
+// or the user refused it: its result is the permission-denied error.
+func refusedResult(content []acpsdk.ToolCallContent) bool {
+	for _, c := range content {
+		if c.Content == nil || c.Content.Content.Text == nil {
+			continue
+		}
+		if body, ok := unfence(c.Content.Content.Text.Text); ok && strings.HasPrefix(body, "Error: permission denied") {
+			return true
+		}
+	}
+	return false
 }
 
 // statusLine renders the markers of a finished command from its rawOutput.

@@ -59,8 +59,11 @@ func TestExecRefusesWithoutYes(t *testing.T) {
 		`{"text":"ok"}`)
 	var out, errb bytes.Buffer
 	code := run(ctx, []string{"exec", "--script", script, "--cwd", dir, "go"}, nil, &out, &errb, noEnv)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	if code != 4 {
+		t.Fatalf("exit %d, want 4 (every command refused): %s", code, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the refused command ran")
 	}
 	if !strings.Contains(out.String(), "refused") {
 		t.Errorf("no refusal shown:\n%s", out.String())
@@ -101,13 +104,13 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "flags beat env", env: map[string]string{"DSH_MODEL": "m"}, args: []string{"--model", "n"}, wantModel: "n"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "timeout above max", args: []string{"--timeout", "20m"}, wantErr: "above --max-timeout"},
-		{name: "stray argument", args: []string{"hello"}, wantErr: "dsh-acp exec"},
+		{name: "stray argument", args: []string{"--model", "m", "hello"}, wantErr: "flags only"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			getenv := func(k string) string { return tc.env[k] }
-			cfg, err := parseServe(tc.args, getenv, io.Discard)
+			cfg, err := parseServe(tc.args, getenv)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -154,7 +157,7 @@ func TestExecMalformedScript(t *testing.T) {
 // TestExecRelativeCwd: --cwd is resolved against the current directory.
 func TestExecRelativeCwd(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseExec([]string{"--cwd", "sub/dir", "hello"}, noEnv, io.Discard)
+	cfg, err := parseExec([]string{"--cwd", "sub/dir", "hello"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,5 +205,40 @@ func TestExecInterrupt(t *testing.T) {
 	}
 	if !strings.Contains(seen.String(), "Error: command aborted") {
 		t.Errorf("output:\n%s", seen.String())
+	}
+}
+
+// TestExecExitCodes: a script can tell how the turn ended.
+func TestExecExitCodes(t *testing.T) {
+	t.Parallel()
+	call := func(cmd string) string {
+		return `{"tool_calls":[{"name":"bash","arguments":{"command":"` + cmd + `","description":"Run it"}}]}`
+	}
+	cases := []struct {
+		name  string
+		flags []string
+		turns []string
+		want  int
+	}{
+		{name: "end turn", flags: []string{"--yes"}, turns: []string{call("true"), `{"text":"ok"}`}, want: 0},
+		{name: "no commands", turns: []string{`{"text":"ok"}`}, want: 0},
+		{name: "model error", turns: []string{`{"error":"upstream exploded"}`}, want: 1},
+		{name: "max requests", flags: []string{"--yes", "--max-requests", "1"}, turns: []string{call("true"), `{"text":"ok"}`}, want: 3},
+		{name: "length", turns: []string{`{"text":"cut","finish":"length"}`}, want: 3},
+		{name: "all denied by rule", flags: []string{"--yes", "--deny", "rm"}, turns: []string{call("rm -f x"), call("rm -f y"), `{"text":"ok"}`}, want: 4},
+		{name: "some denied", flags: []string{"--yes", "--deny", "rm"}, turns: []string{call("rm -f x"), call("true"), `{"text":"ok"}`}, want: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			script := writeScript(t, tc.turns...)
+			args := append([]string{"exec", "--script", script, "--cwd", t.TempDir()}, tc.flags...)
+			var out, errb bytes.Buffer
+			if code := run(ctx, append(args, "go"), nil, &out, &errb, noEnv); code != tc.want {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.want, out.String(), errb.String())
+			}
+		})
 	}
 }

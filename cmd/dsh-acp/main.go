@@ -6,11 +6,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -29,12 +29,31 @@ func main() {
 
 // run is the whole program minus process globals, so tests can drive it.
 // It returns the exit code: 0 on a clean end (stdin closed, SIGINT or
-// SIGTERM), 2 for bad flags, 1 for anything else.
+// SIGTERM), 2 for bad flags, 1 for anything else; exec has its own (see
+// runExec).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	if len(args) > 0 && args[0] == "exec" {
-		return runExec(ctx, args[1:], stdout, stderr, getenv)
+	cmd := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
 	}
-	cfg, err := parseServe(args, env(getenv), stderr)
+	switch cmd {
+	case "exec":
+		return runExec(ctx, args, stdout, stderr, getenv)
+	case "", "serve":
+	case "help":
+		_, err := parseServe([]string{"--help"}, env(getenv))
+		code, _ := settle(nil, err, "dsh-acp", stdout, stderr)
+		return code
+	case "version":
+		fmt.Fprintln(stdout, "dsh-acp", version)
+		return 0
+	default:
+		// Never guess that a stray word was meant as a prompt: exec would
+		// send it to a paid model.
+		fmt.Fprintf(stderr, "dsh-acp: unknown command %q (commands: serve, exec, help, version)\n", cmd)
+		return 2
+	}
+	cfg, err := parseServe(args, env(getenv))
 	if code, done := settle(cfg, err, "dsh-acp", stdout, stderr); done {
 		return code
 	}
@@ -45,15 +64,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 0
 }
 
-// settle ends the program where flags decide it: help, a bad flag (exit
-// 2), or --version — the one line a person asked for, with no protocol
-// being served.
+// settle ends the program where flags decide it: help (to stdout, exit 0),
+// a bad flag (to stderr, exit 2), or --version — the one line a person
+// asked for, with no protocol being served.
 func settle(cfg *config, err error, prefix string, stdout, stderr io.Writer) (code int, done bool) {
+	var help *helpError
 	switch {
-	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &help):
+		fmt.Fprint(stdout, help.text)
 		return 0, true
 	case err != nil:
-		fmt.Fprintln(stderr, prefix+":", err)
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", prefix, err, prefix)
 		return 2, true
 	case cfg.version:
 		fmt.Fprintln(stdout, "dsh-acp", version)
