@@ -43,7 +43,12 @@ type app struct {
 func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error) {
 	// Editors show stderr to the user (Emacs' acp.el as errors): by default
 	// only warnings go there, while a log file gets the whole story.
+	// The headless runner prints for a person, failures included: no log
+	// line mixes into that unless asked for.
 	level := cfg.logLevel
+	if level == "" && cfg.headless && cfg.logFile == "" {
+		return zap.NewNop(), func() error { return nil }, nil
+	}
 	if level == "" {
 		level = "warn"
 		if cfg.logFile != "" {

@@ -37,6 +37,9 @@ type config struct {
 	version      bool
 
 	// exec only
+	// headless: the output is for a person (exec), so logs go to stderr
+	// only when asked for with --log-level.
+	headless bool
 	cwd      string
 	yes      bool
 	thoughts bool
@@ -163,9 +166,7 @@ func parseExec(args []string, getenv env) (*config, error) {
 	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the session (default: the current directory)")
 	fs.BoolVar(&cfg.yes, "yes", false, "answer every permission question with allow (default: refuse)")
 	fs.BoolVar(&cfg.thoughts, "thoughts", false, "print the model's reasoning (dimmed)")
-	// Default logging of the headless runner is quiet: the terminal is for the
-	// person reading the stream, and failures are printed for them anyway.
-	cfg.logLevel = "error"
+	cfg.headless = true
 	rest, err := parseFlags(fs, execUsage, args)
 	if err != nil {
 		return nil, err

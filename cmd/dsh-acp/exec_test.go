@@ -152,6 +152,10 @@ func TestExecMalformedScript(t *testing.T) {
 	if !strings.Contains(errb.String(), script+":2") {
 		t.Errorf("stderr does not name the bad line: %q", errb.String())
 	}
+	// The failure is said once, for a person: no log line mixes into it.
+	if strings.Contains(errb.String(), `"level"`) || strings.Contains(out.String(), `"level"`) {
+		t.Errorf("log lines in the human output:\nstdout: %s\nstderr: %s", out.String(), errb.String())
+	}
 }
 
 // TestExecRelativeCwd: --cwd is resolved against the current directory.
