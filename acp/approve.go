@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 const (
@@ -27,76 +28,83 @@ const (
 	withdrawnText = "Error: permission request was cancelled; the command was not run"
 )
 
-// approver asks before bash runs: --deny rules veto, --allow rules and
-// "always" answers pass, mode auto passes, everything else asks the editor.
-// bash_output and bash_kill never ask: they touch only the session's own
-// tasks (the tool refuses others').
+// approver asks before a call runs, from the call's approval subject alone:
+// --deny rules veto, --allow rules and "always" answers pass, mode auto
+// passes, everything else asks the editor. A call without a subject (the
+// task tools: they touch only the session's own tasks; arguments that will
+// not run) never asks.
 func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agent.Approver {
 	return agent.ApproverFunc(func(ctx context.Context, call agent.CallInfo) (agent.Approval, error) {
-		if call.Name != "bash" {
+		sub := call.Call.Subject
+		var d permission.Decision
+		switch sub.Kind {
+		case tools.NoApproval:
 			return agent.Approval{Allowed: true}, nil
+		case tools.ShellCommand:
+			d = a.opts.Rules.Check(sub.Text, s.Remembered())
+		case tools.ToolKey:
+			d = a.opts.Rules.CheckKey(sub.Text, s.Remembered())
+		default:
+			// A subject no rule can read is asked in every mode, and
+			// "always" is not offered for it.
+			log.Warn("unknown approval subject", zap.Stringer("kind", sub.Kind))
+			return a.ask(ctx, s, conn, call, nil, "", log)
 		}
-		command, ok := commandArg(call.Args)
-		if !ok {
-			// The tool rejects these arguments without running anything.
-			return agent.Approval{Allowed: true}, nil
-		}
-		d := a.opts.Rules.Check(command, s.Remembered())
 		switch {
 		case d.Verdict == permission.Deny:
-			log.Info("command denied by rule", zap.String("rule", d.Rule))
-			return agent.Approval{Message: fmt.Sprintf("Error: permission denied: the command matches the deny rule %q; it was not run", d.Rule)}, nil
+			log.Info("call denied by rule", zap.String("rule", d.Rule))
+			return agent.Approval{Message: fmt.Sprintf("Error: permission denied: the %s matches the deny rule %q; it was not run", deniedWhat(sub), d.Rule)}, nil
 		case d.Verdict == permission.Allow, s.Mode() == sessions.ModeAuto:
 			return agent.Approval{Allowed: true}, nil
 		}
-		return a.ask(ctx, s, conn, call, command, log)
+		keys, name := always(sub)
+		return a.ask(ctx, s, conn, call, keys, name, log)
 	})
 }
 
-// commandArg reads the "command" property exactly as the bash tool does: by
-// its exact, case-sensitive key. (Decoding into a struct would match
-// "Command" or "COMMAND" too, case-insensitively, so a model could have one
-// command checked against the rules and another one run.) ok is false when
-// the tool will refuse the arguments without running anything.
-func commandArg(args string) (string, bool) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal([]byte(args), &obj) != nil {
-		return "", false
+// deniedWhat names the subject in a deny message.
+func deniedWhat(sub tools.Subject) string {
+	if sub.Kind == tools.ShellCommand {
+		return "command"
 	}
-	var command string
-	if json.Unmarshal(obj["command"], &command) != nil || strings.TrimSpace(command) == "" {
-		return "", false
-	}
-	return command, true
+	return "tool call"
 }
 
-func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, command string, log *zap.Logger) (agent.Approval, error) {
-	options := []acpsdk.PermissionOption{{Kind: acpsdk.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: optAllowOnce}}
-	// "Always" remembers the line's programs. Its name says exactly that,
-	// and says so when this very line will still be asked next time
-	// (remembered keys never pass assignments, file writes or
-	// substitutions).
-	keys := permission.Keys(command)
-	name := alwaysName(keys)
+// always is what an "always" answer remembers, and the option's name, which
+// says exactly that. For a command line these are its programs, and the
+// name says so when this very line will still be asked next time
+// (remembered keys never pass assignments, file writes or substitutions).
+// No keys: no "always" option.
+func always(sub tools.Subject) (keys []string, name string) {
+	if sub.Kind == tools.ToolKey {
+		return []string{sub.Text}, "Always allow `" + sub.Text + "` in this session"
+	}
+	keys = permission.Keys(sub.Text)
+	name = alwaysName(keys)
 	if len(keys) == 0 {
-		keys = permission.Programs(command)
+		keys = permission.Programs(sub.Text)
 		name = alwaysName(keys) + " (lines like this one, which set variables, write files or substitute commands, are still asked)"
 	}
+	return keys, name
+}
+
+func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, keys []string, alwaysLabel string, log *zap.Logger) (agent.Approval, error) {
+	options := []acpsdk.PermissionOption{{Kind: acpsdk.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: optAllowOnce}}
 	if len(keys) > 0 {
 		options = append(options, acpsdk.PermissionOption{
 			Kind:     acpsdk.PermissionOptionKindAllowAlways,
-			Name:     name,
+			Name:     alwaysLabel,
 			OptionId: optAllowAlways,
 		})
 	}
 	options = append(options, acpsdk.PermissionOption{Kind: acpsdk.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: optRejectOnce})
 
-	kind := acpsdk.ToolKind(call.Display.Kind)
+	kind := toolKind(call.Call)
 	resp, err := conn.RequestPermission(ctx, acpsdk.RequestPermissionRequest{
 		SessionId: acpsdk.SessionId(s.ID),
 		ToolCall: acpsdk.ToolCallUpdate{
 			ToolCallId: acpsdk.ToolCallId(call.ID),
-			Title:      acpsdk.Ptr(call.Display.Title),
+			Title:      acpsdk.Ptr(call.Call.Title),
 			Kind:       &kind,
 			Status:     acpsdk.Ptr(acpsdk.ToolCallStatusPending),
 			RawInput:   rawInput(call.Args),

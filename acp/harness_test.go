@@ -373,12 +373,13 @@ type harness struct {
 func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	t.Helper()
 	log := testLogger(t)
-	ex, err := executor.NewLocal(executor.Options{KillGrace: 200 * time.Millisecond, LeftoverGrace: 50 * time.Millisecond, Logger: log.Named("executor")})
+	limits := executor.Limits{KillGrace: 200 * time.Millisecond, LeftoverGrace: 50 * time.Millisecond}
+	ex, err := executor.NewLocal(executor.Options{Limits: limits, Logger: log.Named("executor")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{OnClose: func(id string) { ex.KillOwned(id) }})
-	set, err := bashtool.New(bashtool.Options{Executor: ex, Notify: reg.Notify, Logger: log})
+	set, err := bashtool.New(bashtool.Options{Executor: ex, Limits: limits, Notify: reg.Notify, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,22 +84,27 @@ func (u *turnUI) handle(e agent.Event) {
 }
 
 func (u *turnUI) usesTerminal(c agent.CallInfo) bool {
-	return u.terminal && c.Display.Live
+	return u.terminal && c.Call.Live
 }
 
 func descriptionContent(c agent.CallInfo) []acpsdk.ToolCallContent {
-	if c.Display.Description == "" {
+	if c.Call.Description == "" {
 		return nil
 	}
-	return []acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(c.Display.Description))}
+	return []acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(c.Call.Description))}
+}
+
+// toolKind is the call's ACP kind; a tool that names none is "other".
+func toolKind(c tools.Call) acpsdk.ToolKind {
+	if c.Kind == "" {
+		return acpsdk.ToolKindOther
+	}
+	return acpsdk.ToolKind(c.Kind)
 }
 
 func (u *turnUI) startCall(c agent.CallInfo) acpsdk.SessionUpdate {
-	kind := acpsdk.ToolKind(c.Display.Kind)
-	if kind == "" {
-		kind = acpsdk.ToolKindOther
-	}
-	title := c.Display.Title
+	kind := toolKind(c.Call)
+	title := c.Call.Title
 	if title == "" {
 		title = c.Name
 	}
@@ -111,7 +116,7 @@ func (u *turnUI) startCall(c agent.CallInfo) acpsdk.SessionUpdate {
 	)
 	if u.usesTerminal(c) {
 		up.ToolCall.Content = append(up.ToolCall.Content, acpsdk.ToolTerminalRef(c.ID))
-		up.ToolCall.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": c.ID, "cwd": c.Display.Cwd}}
+		up.ToolCall.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": c.ID, "cwd": c.Call.Cwd}}
 	}
 	return up
 }
@@ -234,52 +239,37 @@ func (u *turnUI) close() {
 	}
 }
 
-// rawOutput is the structured result the editor gets beside the text.
-type rawOutput struct {
-	ExitCode   *int     `json:"exitCode,omitempty"`
-	Signal     string   `json:"signal,omitempty"`
-	TimedOut   bool     `json:"timedOut,omitempty"`
-	Truncated  bool     `json:"truncated,omitempty"`
-	SpillPaths []string `json:"spillPaths,omitempty"`
-	TaskID     string   `json:"taskId,omitempty"`
-	Cwd        string   `json:"cwd,omitempty"`
-	IsError    bool     `json:"isError,omitempty"`
-}
-
-// finishCall builds the final update. A command that ran in Zed's terminal
-// keeps it and reports its exit there; anything else — a call that never
+// finishCall builds the final update from the tool's result: its status,
+// its raw output as the tool built it, and what the editor shows. A command
+// that ran in Zed's terminal keeps it and reports its exit there, followed
+// by the notes the terminal cannot show; anything else — a call that never
 // ran (refused, bad arguments) or failed as infrastructure — shows its
 // result text, after the terminal if there is one.
 func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.SessionUpdate {
-	d := r.Display
 	status := acpsdk.ToolCallStatusCompleted
-	if r.IsError || (d.ExitCode != nil && *d.ExitCode != 0) || d.Signal != "" || d.TimedOut {
+	if r.IsError || r.Failed {
 		status = acpsdk.ToolCallStatusFailed
 	}
-	out := rawOutput{
-		ExitCode: d.ExitCode, Signal: d.Signal, TimedOut: d.TimedOut, Truncated: d.Truncated,
-		SpillPaths: d.SpillPaths, TaskID: d.TaskID, Cwd: d.Cwd, IsError: r.IsError,
+	opts := []acpsdk.ToolCallUpdateOpt{acpsdk.WithUpdateStatus(status)}
+	if r.Raw != nil {
+		opts = append(opts, acpsdk.WithUpdateRawOutput(r.Raw))
 	}
-	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID),
-		acpsdk.WithUpdateStatus(status),
-		acpsdk.WithUpdateRawOutput(out),
-	)
+	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID), opts...)
 	terminal := u.usesTerminal(c) && ran
 	if terminal {
-		var code any
-		if d.ExitCode != nil {
-			code = *d.ExitCode
-		}
-		var sig any
-		if d.Signal != "" {
-			sig = d.Signal
+		var code, sig any
+		if e := r.Exit; e != nil {
+			if e.Code != nil {
+				code = *e.Code
+			}
+			if e.Signal != "" {
+				sig = e.Signal
+			}
 		}
 		up.ToolCallUpdate.Meta = map[string]any{"terminal_exit": map[string]any{"terminal_id": c.ID, "exit_code": code, "signal": sig}}
 		if !r.IsError {
-			// The terminal shows the output and the exit; what it cannot
-			// show — a timeout, where the full output went — follows it.
-			if n := terminalNotes(r.Text); n != "" {
-				up.ToolCallUpdate.Content = append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(n))
+			if len(r.Notes) > 0 {
+				up.ToolCallUpdate.Content = append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(strings.Join(r.Notes, "\n")))
 			}
 			return up
 		}
@@ -290,18 +280,6 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.S
 	}
 	up.ToolCallUpdate.Content = append(content, fenced(r.Text))
 	return up
-}
-
-// terminalNotes picks from a result text the marker lines a terminal view
-// cannot show by itself.
-func terminalNotes(text string) string {
-	var notes []string
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "[timed out after ") || strings.HasPrefix(line, "[output truncated; full output: ") {
-			notes = append(notes, line)
-		}
-	}
-	return strings.Join(notes, "\n")
 }
 
 // fenced shows text in a ```console block whose fence is longer than any

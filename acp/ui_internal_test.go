@@ -157,7 +157,7 @@ func (c *recordingClient) RequestPermission(context.Context, acpsdk.RequestPermi
 func TestTerminalFlushSplitRune(t *testing.T) {
 	c := &recordingClient{}
 	u := newTurnUI(c, "s", true, time.Hour, context.Background(), zap.NewNop())
-	info := agent.CallInfo{ID: "call", Display: tools.Display{Live: true}}
+	info := agent.CallInfo{ID: "call", Call: tools.Call{Live: true}}
 	lc := &liveCall{info: info}
 	u.live[info.ID] = lc
 	u.output(info.ID, []byte("caf\xc3"))
@@ -178,11 +178,13 @@ func TestTerminalFlushSplitRune(t *testing.T) {
 // terminal and adds only what it cannot show: a timeout, a spill path.
 func TestTerminalFinishNotes(t *testing.T) {
 	u := newTurnUI(&recordingClient{}, "s", true, time.Hour, context.Background(), zap.NewNop())
-	c := agent.CallInfo{ID: "call", Display: tools.Display{Live: true}}
+	c := agent.CallInfo{ID: "call", Call: tools.Call{Live: true}}
 
 	timedOut := u.finishCall(c, tools.Result{
-		Text:    "partial\n[output truncated; full output: /spill/x]\n[timed out after 100ms]\n[killed by signal: SIGTERM]",
-		Display: tools.Display{TimedOut: true, Signal: "SIGTERM", Live: true},
+		Text:   "partial\n[output truncated; full output: /spill/x]\n[timed out after 100ms]\n[killed by signal: SIGTERM]",
+		Failed: true,
+		Exit:   &tools.Exit{Signal: "SIGTERM"},
+		Notes:  []string{"[output truncated; full output: /spill/x]", "[timed out after 100ms]"},
 	}, true).ToolCallUpdate
 	if len(timedOut.Content) != 2 || timedOut.Content[0].Terminal == nil {
 		t.Fatalf("content = %+v, want the terminal then the notes", timedOut.Content)
@@ -191,13 +193,46 @@ func TestTerminalFinishNotes(t *testing.T) {
 	if want := "```console\n[output truncated; full output: /spill/x]\n[timed out after 100ms]\n```"; notes != want {
 		t.Errorf("notes = %q, want %q", notes, want)
 	}
-	if timedOut.Meta["terminal_exit"] == nil {
-		t.Error("no terminal_exit")
+	wantExit := map[string]any{"terminal_id": "call", "exit_code": nil, "signal": "SIGTERM"}
+	if diff := cmp.Diff(wantExit, timedOut.Meta["terminal_exit"]); diff != "" {
+		t.Errorf("terminal_exit (-want +got):\n%s", diff)
+	}
+	if timedOut.Status == nil || *timedOut.Status != acpsdk.ToolCallStatusFailed {
+		t.Errorf("status = %v, want failed", timedOut.Status)
 	}
 
-	plain := u.finishCall(c, tools.Result{Text: "ok\n", Display: tools.Display{ExitCode: new(int), Live: true}}, true).ToolCallUpdate
+	plain := u.finishCall(c, tools.Result{Text: "ok\n", Exit: &tools.Exit{Code: new(int)}}, true).ToolCallUpdate
 	if plain.Content != nil {
 		t.Errorf("a plain run replaced the terminal content: %+v", plain.Content)
+	}
+
+	// The notes are the tool's, never read back from the text: output that
+	// looks like a marker is only output.
+	lookalike := u.finishCall(c, tools.Result{Text: "[timed out after 5ms]\n[output truncated; full output: /x]\n", Exit: &tools.Exit{Code: new(int)}}, true).ToolCallUpdate
+	if lookalike.Content != nil || *lookalike.Status != acpsdk.ToolCallStatusCompleted {
+		t.Errorf("marker-like output became notes: %+v, status %v", lookalike.Content, *lookalike.Status)
+	}
+	if got := lookalike.Meta["terminal_exit"].(map[string]any)["exit_code"]; got != 0 {
+		t.Errorf("exit_code = %v, want 0", got)
+	}
+}
+
+// TestFinishRawOutput: the raw output is the tool's value as it built it;
+// a result without one sends none.
+func TestFinishRawOutput(t *testing.T) {
+	u := newTurnUI(&recordingClient{}, "s", false, time.Hour, context.Background(), zap.NewNop())
+	c := agent.CallInfo{ID: "call", Call: tools.Call{Title: "t"}}
+	raw := map[string]any{"anything": []any{"the", "tool", "says"}}
+	got := u.finishCall(c, tools.Result{Text: "x", Raw: raw}, true).ToolCallUpdate
+	if diff := cmp.Diff(any(raw), got.RawOutput); diff != "" {
+		t.Errorf("rawOutput (-want +got):\n%s", diff)
+	}
+	if *got.Status != acpsdk.ToolCallStatusCompleted {
+		t.Errorf("status %v, want completed", *got.Status)
+	}
+	none := u.finishCall(c, tools.Result{Text: "x", IsError: true}, true).ToolCallUpdate
+	if none.RawOutput != nil || *none.Status != acpsdk.ToolCallStatusFailed {
+		t.Errorf("rawOutput %#v, status %v; want none, failed", none.RawOutput, *none.Status)
 	}
 }
 

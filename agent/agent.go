@@ -53,8 +53,9 @@ type CallInfo struct {
 	Name string
 	// Args is the arguments text as the model sent it.
 	Args string
-	// Display is the tool's presentation of the call before it runs.
-	Display tools.Display
+	// Call is the tool's description of the call, made once before it
+	// runs: what the editor shows and what the approver asks about.
+	Call tools.Call
 }
 
 // Event is something the editor should see.
@@ -74,8 +75,9 @@ type Approval struct {
 	Message string
 }
 
-// Approver is asked before each tool call runs. An error (the turn was
-// cancelled while asking) ends the turn.
+// Approver is asked before each tool call runs; it decides from the call's
+// Subject (CallInfo.Call.Subject). An error (the turn was cancelled while
+// asking) ends the turn.
 type Approver interface {
 	Approve(ctx context.Context, call CallInfo) (Approval, error)
 }
@@ -232,15 +234,20 @@ const abortedText = "Error: command aborted"
 // cancelled part-way.
 func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Tool, calls []ToolCall, emit func(Event), log *zap.Logger) ([]Message, bool) {
 	infos := make([]CallInfo, len(calls))
+	prepared := make([]tools.Prepared, len(calls))
+	known := make([]bool, len(calls))
 	for i, c := range calls {
-		info := CallInfo{ID: c.ID, Name: c.Name, Args: c.Arguments}
-		if tl, ok := byName[c.Name]; ok {
-			info.Display = tl.Describe(t.Caller, rawArgs(c.Arguments))
+		var tl tools.Tool
+		tl, known[i] = byName[c.Name]
+		if known[i] {
+			// The one place the arguments are read for this call: the
+			// description, the subject and the run all come from it.
+			prepared[i] = tl.Prepare(t.Caller, rawArgs(c.Arguments))
 		} else {
-			info.Display = tools.Display{Title: c.Name, Kind: "other"}
+			prepared[i] = tools.Prepared{Call: tools.Call{Title: c.Name, Kind: tools.KindOther}}
 		}
-		infos[i] = info
-		emit(Event{Kind: EventToolCall, Call: info})
+		infos[i] = CallInfo{ID: c.ID, Name: c.Name, Args: c.Arguments, Call: prepared[i].Call}
+		emit(Event{Kind: EventToolCall, Call: infos[i]})
 	}
 	msgs := make([]Message, 0, len(calls))
 	answer := func(info CallInfo, res tools.Result) {
@@ -248,15 +255,15 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Too
 		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text})
 	}
 	cancelled := false
-	for _, info := range infos {
+	for i, info := range infos {
+		p := prepared[i]
 		if cancelled || ctx.Err() != nil {
 			cancelled = true
-			answer(info, tools.Result{Text: abortedText, IsError: true, Display: info.Display})
+			answer(info, p.Skipped(abortedText))
 			continue
 		}
-		tl, ok := byName[info.Name]
-		if !ok {
-			answer(info, tools.Result{Text: fmt.Sprintf("Error: unknown tool %q", info.Name), IsError: true, Display: info.Display})
+		if !known[i] {
+			answer(info, p.Skipped(fmt.Sprintf("Error: unknown tool %q", info.Name)))
 			continue
 		}
 		if t.Approver != nil {
@@ -270,22 +277,18 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Too
 				if !cancelled {
 					text = "Error: permission request failed: " + err.Error()
 				}
-				answer(info, tools.Result{Text: text, IsError: true, Display: info.Display})
+				answer(info, p.Skipped(text))
 				continue
 			}
 			if !ap.Allowed {
-				answer(info, tools.Result{Text: ap.Message, IsError: true, Display: info.Display})
+				answer(info, p.Skipped(ap.Message))
 				continue
 			}
 		}
 		emit(Event{Kind: EventToolRunning, Call: info})
 		id := info
-		res := tl.Run(ctx, tools.Call{
-			Caller: t.Caller,
-			Args:   rawArgs(info.Args),
-			Live: func(stream string, p []byte) {
-				emit(Event{Kind: EventToolOutput, Call: id, Stream: stream, Data: p})
-			},
+		res := p.Run(ctx, func(stream string, data []byte) {
+			emit(Event{Kind: EventToolOutput, Call: id, Stream: stream, Data: data})
 		})
 		answer(info, res)
 		if ctx.Err() != nil {

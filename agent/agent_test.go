@@ -84,31 +84,54 @@ func tc(id, name, args string) agent.ToolCall {
 	return agent.ToolCall{ID: id, Name: name, Arguments: args}
 }
 
+// invocation is what a fake tool's run func gets.
+type invocation struct {
+	Args json.RawMessage
+	Live tools.Live
+}
+
 // fakeTool is a tools.Tool whose Run is a func; it records the calls.
 type fakeTool struct {
 	name string
-	run  func(ctx context.Context, call tools.Call) tools.Result
+	run  func(ctx context.Context, call invocation) tools.Result
+	// subject is every call's approval subject.
+	subject tools.Subject
+	// skip, if set, is the prepared calls' Skip.
+	skip func(text string) tools.Result
 
-	// mu guards calls.
-	mu    sync.Mutex
-	calls []string
+	// mu guards calls and prepares.
+	mu       sync.Mutex
+	calls    []string
+	prepares int
 }
 
 func (f *fakeTool) Name() string            { return f.name }
 func (f *fakeTool) Description() string     { return "fake " + f.name }
 func (f *fakeTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
-func (f *fakeTool) Describe(_ tools.Caller, args json.RawMessage) tools.Display {
-	return tools.Display{Title: f.name + " " + string(args), Kind: "execute"}
+
+func (f *fakeTool) Prepare(_ tools.Caller, args json.RawMessage) tools.Prepared {
+	f.mu.Lock()
+	f.prepares++
+	f.mu.Unlock()
+	return tools.Prepared{
+		Call: tools.Call{Title: f.name + " " + string(args), Kind: "execute", Subject: f.subject},
+		Run: func(ctx context.Context, live tools.Live) tools.Result {
+			f.mu.Lock()
+			f.calls = append(f.calls, string(args))
+			f.mu.Unlock()
+			if f.run == nil {
+				return tools.Result{Text: "ran " + string(args)}
+			}
+			return f.run(ctx, invocation{Args: args, Live: live})
+		},
+		Skip: f.skip,
+	}
 }
 
-func (f *fakeTool) Run(ctx context.Context, call tools.Call) tools.Result {
+func (f *fakeTool) prepared() int {
 	f.mu.Lock()
-	f.calls = append(f.calls, string(call.Args))
-	f.mu.Unlock()
-	if f.run == nil {
-		return tools.Result{Text: "ran " + string(call.Args)}
-	}
-	return f.run(ctx, call)
+	defer f.mu.Unlock()
+	return f.prepares
 }
 
 func (f *fakeTool) argsSeen() []string {
@@ -234,7 +257,7 @@ func TestRunToolCallsInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	a := &fakeTool{name: "a"}
-	b := &fakeTool{name: "b", run: func(_ context.Context, call tools.Call) tools.Result {
+	b := &fakeTool{name: "b", run: func(_ context.Context, call invocation) tools.Result {
 		return tools.Result{Text: "b failed", IsError: true}
 	}}
 	p := newReplay(t,
@@ -435,7 +458,7 @@ func TestRunCancelMidTool(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
-	slow := &fakeTool{name: "slow", run: func(ctx context.Context, _ tools.Call) tools.Result {
+	slow := &fakeTool{name: "slow", run: func(ctx context.Context, _ invocation) tools.Result {
 		<-ctx.Done()
 		return tools.Result{Text: "Error: command aborted", IsError: true}
 	}}
@@ -641,7 +664,7 @@ func TestRunApproverCancelled(t *testing.T) {
 func TestRunLiveOutputEvents(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	tool := &fakeTool{name: "a", run: func(_ context.Context, call tools.Call) tools.Result {
+	tool := &fakeTool{name: "a", run: func(_ context.Context, call invocation) tools.Result {
 		call.Live("stdout", []byte("line 1\n"))
 		call.Live("stderr", []byte("warn\n"))
 		return tools.Result{Text: "line 1\n[stderr]\nwarn\n"}
@@ -659,5 +682,74 @@ func TestRunLiveOutputEvents(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"c1/stdout/line 1\n", "c1/stderr/warn\n"}, got); diff != "" {
 		t.Errorf("live output events (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunPreparesEachCallOnce: a call's arguments are read once; the
+// description the editor gets, the subject the approver is asked about and
+// the run all come from that one Prepare.
+func TestRunPreparesEachCallOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	tool := &fakeTool{name: "a", subject: tools.Shell("make test")}
+	p := newReplay(t, callTools(tc("c1", "a", `{"n":1}`), tc("c2", "a", `{"n":2}`)), say("ok"))
+	var rec recorder
+	var asked []tools.Subject
+	approver := agent.ApproverFunc(func(_ context.Context, c agent.CallInfo) (agent.Approval, error) {
+		asked = append(asked, c.Call.Subject)
+		return agent.Approval{Allowed: true}, nil
+	})
+	if _, err := newLoop(t, p, tool).Run(ctx, agent.Turn{Prompt: "p", Approver: approver, Emit: rec.emit}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tool.prepared(); n != 2 {
+		t.Errorf("%d prepares for 2 calls, want 2", n)
+	}
+	if diff := cmp.Diff([]tools.Subject{tools.Shell("make test"), tools.Shell("make test")}, asked); diff != "" {
+		t.Errorf("approver asked about (-want +got):\n%s", diff)
+	}
+	for _, e := range rec.list() {
+		want := tools.Call{Title: `a {"n":1}`, Kind: "execute", Subject: tools.Shell("make test")}
+		if e.Call.ID == "c2" {
+			want.Title = `a {"n":2}`
+		}
+		if diff := cmp.Diff(want, e.Call.Call); e.Kind != agent.EventText && diff != "" {
+			t.Errorf("event %d of %s: call (-want +got):\n%s", e.Kind, e.Call.ID, diff)
+		}
+	}
+}
+
+// TestRunSkippedResults: a call answered without running gets the tool's
+// own skipped result (its raw output), and an unknown tool's says only that
+// it is an error.
+func TestRunSkippedResults(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	tool := &fakeTool{name: "a", skip: func(text string) tools.Result {
+		return tools.Result{Text: text, IsError: true, Raw: map[string]any{"cwd": "/w", "isError": true}}
+	}}
+	p := newReplay(t, callTools(tc("c1", "a", `{}`), tc("c2", "nope", `{}`)), say("ok"))
+	var rec recorder
+	refuse := agent.ApproverFunc(func(context.Context, agent.CallInfo) (agent.Approval, error) {
+		return agent.Approval{Message: "Error: refused"}, nil
+	})
+	if _, err := newLoop(t, p, tool).Run(ctx, agent.Turn{Prompt: "p", Approver: refuse, Emit: rec.emit}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]tools.Result{}
+	for _, e := range rec.list() {
+		if e.Kind == agent.EventToolResult {
+			got[e.Call.ID] = e.Result
+		}
+	}
+	want := map[string]tools.Result{
+		"c1": {Text: "Error: refused", IsError: true, Raw: map[string]any{"cwd": "/w", "isError": true}},
+		"c2": {Text: `Error: unknown tool "nope"`, IsError: true, Raw: tools.ErrorOutput{IsError: true}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if ran := tool.argsSeen(); len(ran) != 0 {
+		t.Errorf("refused call ran: %q", ran)
 	}
 }

@@ -5,10 +5,6 @@ import (
 	"strings"
 )
 
-// apiKeyNames are removed from every command's environment whatever
-// KeepEnv says: they hold the model API key the agent itself runs with.
-var apiKeyNames = []string{"DSH_API_KEY", "DEEPSEEK_API_KEY"}
-
 // secretMarkers are matched case-insensitively against variable names. A
 // coding agent's commands rarely need a credential, and a model that can run
 // `env` must not be able to read one.
@@ -37,12 +33,10 @@ var agentUnset = []string{"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS"}
 const minContainedSecret = 8
 
 // buildEnv computes the environment every command gets. It is computed once:
-// the base is a snapshot taken at construction.
+// the base is a snapshot taken at construction. keyNames (the variables that
+// hold the model API key) are removed whatever keep says.
 func buildEnv(base, keep, keyNames, secrets []string) []string {
-	always := make(map[string]bool, len(apiKeyNames)+len(keyNames)+len(agentUnset))
-	for _, n := range apiKeyNames {
-		always[n] = true
-	}
+	always := make(map[string]bool, len(keyNames)+len(agentUnset))
 	for _, n := range keyNames {
 		if n != "" {
 			always[n] = true

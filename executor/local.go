@@ -13,46 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Defaults applied where Options leaves a field zero.
-const (
-	DefaultTimeout       = 120 * time.Second
-	DefaultMaxTimeout    = 600 * time.Second
-	DefaultKillGrace     = 3 * time.Second
-	DefaultLeftoverGrace = 300 * time.Millisecond
-	DefaultTailBytes     = 32_000
-	// DefaultUnreadBytes matches DefaultTailBytes: a read hands the model
-	// at most as much of a stream as a foreground result does.
-	DefaultUnreadBytes = DefaultTailBytes
-)
-
 // Options configure a Local executor. The zero value is usable.
 type Options struct {
-	// DefaultTimeout bounds a foreground run whose Spec has none.
-	// Zero means 120s.
-	DefaultTimeout time.Duration
-	// MaxTimeout is the largest timeout a foreground run may have; larger
-	// requests are clamped to it. Zero means 600s. Must be >= DefaultTimeout.
-	MaxTimeout time.Duration
+	// Limits bound every command; zero fields mean DefaultLimits'.
+	Limits
 	// DefaultWorkdir is used when a Spec has no workdir, and relative
 	// workdirs are resolved against it. Empty means the process's cwd at
 	// Resolve time.
 	DefaultWorkdir string
-	// KillGrace is the time between SIGTERM and SIGKILL to a process group.
-	// Zero means 3s.
-	KillGrace time.Duration
-	// LeftoverGrace is how long a call keeps reading after the shell exited
-	// while something it left behind (`sleep 100 &`) still holds its output
-	// pipes; then that leftover group is terminated. Zero means 300ms.
-	LeftoverGrace time.Duration
-	// TailBytes is how many bytes of each stream are kept in memory (the
-	// tail); a stream longer than that is spilled in full to a file.
-	// Zero means 32,000.
-	TailBytes int
-	// UnreadBytes bounds, per stream, the output of a background task that
-	// no Read has fetched yet; older unread bytes are dropped (they stay in
-	// the spill file), and a Read returns at most this much per stream.
-	// Zero means DefaultUnreadBytes (32,000).
-	UnreadBytes int
 	// SpillDir is the parent of the executor's private spill directory
 	// (mode 0700, created on first need with os.MkdirTemp). Empty means
 	// os.TempDir().
@@ -64,12 +32,9 @@ type Options struct {
 	// means os.Environ() at NewLocal.
 	Env []string
 	// KeepEnv names variables to keep although their name looks like a
-	// credential (contains KEY, SECRET, TOKEN or PASSWORD). API key
-	// variables are removed regardless.
+	// credential (contains KEY, SECRET, TOKEN or PASSWORD). The variables
+	// of Limits.CredentialEnv are removed regardless.
 	KeepEnv []string
-	// APIKeyEnv names more variables that are always removed, in addition
-	// to DSH_API_KEY and DEEPSEEK_API_KEY.
-	APIKeyEnv []string
 	// Secrets are values (the model API key) no command may see: any
 	// variable whose value equals one, or contains one of 8 bytes or more,
 	// is removed.
@@ -121,24 +86,7 @@ func NewLocal(opts Options) (*Local, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if opts.DefaultTimeout == 0 {
-		opts.DefaultTimeout = DefaultTimeout
-	}
-	if opts.MaxTimeout == 0 {
-		opts.MaxTimeout = DefaultMaxTimeout
-	}
-	if opts.KillGrace == 0 {
-		opts.KillGrace = DefaultKillGrace
-	}
-	if opts.LeftoverGrace == 0 {
-		opts.LeftoverGrace = DefaultLeftoverGrace
-	}
-	if opts.TailBytes == 0 {
-		opts.TailBytes = DefaultTailBytes
-	}
-	if opts.UnreadBytes == 0 {
-		opts.UnreadBytes = DefaultUnreadBytes
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	switch {
 	case opts.DefaultTimeout < 0, opts.MaxTimeout < 0, opts.KillGrace < 0, opts.LeftoverGrace < 0:
 		return nil, errors.New("new executor: negative duration")
@@ -165,7 +113,7 @@ func NewLocal(opts Options) (*Local, error) {
 	}
 	return &Local{
 		opts:   opts,
-		env:    buildEnv(base, opts.KeepEnv, opts.APIKeyEnv, opts.Secrets),
+		env:    buildEnv(base, opts.KeepEnv, opts.CredentialEnv, opts.Secrets),
 		logger: opts.Logger,
 		procs:  make(map[*proc]struct{}),
 		tasks:  make(map[string]*task),
@@ -176,14 +124,10 @@ func NewLocal(opts Options) (*Local, error) {
 
 // Resolve fills the workdir and timeout the caller left unset.
 func (l *Local) Resolve(spec Spec) (Spec, error) {
-	switch {
-	case spec.Timeout < 0:
+	if spec.Timeout < 0 {
 		return spec, fmt.Errorf("resolve: negative timeout %v", spec.Timeout)
-	case spec.Timeout == 0:
-		spec.Timeout = l.opts.DefaultTimeout
-	case spec.Timeout > l.opts.MaxTimeout:
-		spec.Timeout = l.opts.MaxTimeout
 	}
+	spec.Timeout = l.opts.Limits.Timeout(spec.Timeout)
 	if spec.Workdir == "" || !filepath.IsAbs(spec.Workdir) {
 		def := l.opts.DefaultWorkdir
 		if def == "" {

@@ -20,7 +20,7 @@ import (
 func TestResolve(t *testing.T) {
 	t.Parallel()
 	def := t.TempDir()
-	l := newLocal(t, executor.Options{DefaultWorkdir: def, DefaultTimeout: 5 * time.Second, MaxTimeout: 10 * time.Second})
+	l := newLocal(t, executor.Options{Limits: executor.Limits{DefaultTimeout: 5 * time.Second, MaxTimeout: 10 * time.Second}, DefaultWorkdir: def})
 	cwd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestRun(t *testing.T) {
 			if res.Stdout.Truncated || res.Stdout.Bytes != int64(len(tc.wantOut)) {
 				t.Errorf("stdout accounting: %+v", res.Stdout)
 			}
-			if res.Duration <= 0 || res.Timeout != executor.DefaultTimeout {
+			if res.Duration <= 0 || res.Timeout != executor.DefaultLimits().DefaultTimeout {
 				t.Errorf("duration %v timeout %v", res.Duration, res.Timeout)
 			}
 		})
@@ -205,7 +205,7 @@ func TestRunTimeout(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := newLocal(t, executor.Options{KillGrace: 300 * time.Millisecond})
+			l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}})
 			ctx := testCtx(t, 20*time.Second)
 			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd, Timeout: timeout})
 			if err != nil {
@@ -240,7 +240,7 @@ func TestRunCancel(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := newLocal(t, executor.Options{KillGrace: 300 * time.Millisecond})
+			l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}})
 			ctx, cancel := context.WithCancel(testCtx(t, 20*time.Second))
 			defer cancel()
 			// Handshake: cancel once the command said it is ready.
@@ -285,7 +285,7 @@ func TestRunLeftoverBackground(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := newLocal(t, executor.Options{LeftoverGrace: 200 * time.Millisecond, KillGrace: 300 * time.Millisecond})
+			l := newLocal(t, executor.Options{Limits: executor.Limits{LeftoverGrace: 200 * time.Millisecond, KillGrace: 300 * time.Millisecond}})
 			ctx := testCtx(t, 20*time.Second)
 			start := time.Now()
 			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd})
@@ -329,7 +329,7 @@ func TestRunOutputLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			spillParent := t.TempDir()
-			l := newLocal(t, executor.Options{TailBytes: limit, SpillDir: spillParent})
+			l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: limit}, SpillDir: spillParent})
 			res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: tc.cmd})
 			if err != nil {
 				t.Fatal(err)
@@ -379,7 +379,7 @@ func TestRunOutputLimits(t *testing.T) {
 		if err := os.WriteFile(notDir, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		l := newLocal(t, executor.Options{TailBytes: limit, SpillDir: notDir})
+		l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: limit}, SpillDir: notDir})
 		res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "head -c 5000 /dev/zero"})
 		if err != nil {
 			t.Fatal(err)
@@ -392,7 +392,7 @@ func TestRunOutputLimits(t *testing.T) {
 	t.Run("one private dir per executor, removed by Close", func(t *testing.T) {
 		t.Parallel()
 		parent := t.TempDir()
-		l, err := executor.NewLocal(executor.Options{TailBytes: 10, SpillDir: parent, AllowInspection: true})
+		l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{TailBytes: 10}, SpillDir: parent, AllowInspection: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,9 +475,9 @@ func TestRunEnvScrubbed(t *testing.T) {
 			"CUSTOM_MODEL_CRED=" + key, "LOOKS_INNOCENT=" + key,
 			"GIT_ASKPASS=/usr/bin/askpass", "SSH_ASKPASS=/usr/bin/askpass", "TERM=xterm",
 		},
-		KeepEnv:   []string{"NPM_TOKEN", "DSH_API_KEY"},
-		APIKeyEnv: []string{"CUSTOM_MODEL_CRED"},
-		Secrets:   []string{key},
+		KeepEnv: []string{"NPM_TOKEN", "DSH_API_KEY"},
+		Limits:  executor.Limits{CredentialEnv: append(executor.DefaultLimits().CredentialEnv, "CUSTOM_MODEL_CRED")},
+		Secrets: []string{key},
 	})
 	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "env | sort"})
 	if err != nil {

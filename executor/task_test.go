@@ -197,7 +197,7 @@ func TestReadIncremental(t *testing.T) {
 // spill file, and the read says so.
 func TestReadDropped(t *testing.T) {
 	t.Parallel()
-	l := newLocal(t, executor.Options{TailBytes: 1000, UnreadBytes: 1024})
+	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 1000, UnreadBytes: 1024}})
 	e := subscribe(t, l)
 	ctx := testCtx(t, 20*time.Second)
 	id, err := l.Start(executor.Spec{Command: "seq 3000; echo small >&2"})
@@ -242,7 +242,7 @@ func TestKill(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := newLocal(t, executor.Options{KillGrace: 300 * time.Millisecond})
+			l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}})
 			e := subscribe(t, l)
 			ctx := testCtx(t, 20*time.Second)
 			id, err := l.Start(executor.Spec{Command: tc.cmd})
@@ -275,7 +275,7 @@ func TestKill(t *testing.T) {
 func TestKillTwiceKeepsEscalation(t *testing.T) {
 	t.Parallel()
 	const grace = time.Second
-	l := newLocal(t, executor.Options{KillGrace: grace})
+	l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: grace}})
 	e := subscribe(t, l)
 	ctx := testCtx(t, 20*time.Second)
 	id, err := l.Start(executor.Spec{Command: "trap 'echo got' TERM; echo ready; i=0; while :; do sleep 0.05; i=$((i+1)); echo tick$i; done"})
@@ -370,7 +370,7 @@ func TestKillOwned(t *testing.T) {
 // by Close — and none after Close returns.
 func TestSubscribeOnce(t *testing.T) {
 	t.Parallel()
-	l, err := executor.NewLocal(executor.Options{KillGrace: 300 * time.Millisecond, DefaultWorkdir: t.TempDir(), AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}, DefaultWorkdir: t.TempDir(), AllowInspection: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestSubscribeOnce(t *testing.T) {
 // returns only when every group is gone; nothing starts afterwards.
 func TestClose(t *testing.T) {
 	t.Parallel()
-	l, err := executor.NewLocal(executor.Options{KillGrace: 300 * time.Millisecond, DefaultWorkdir: t.TempDir(), SpillDir: t.TempDir(), AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}, DefaultWorkdir: t.TempDir(), SpillDir: t.TempDir(), AllowInspection: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestClose(t *testing.T) {
 // another owner's stay.
 func TestKillOwnedRemovesSpillFiles(t *testing.T) {
 	t.Parallel()
-	l := newLocal(t, executor.Options{TailBytes: 16})
+	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 16}})
 	ctx := testCtx(t, 20*time.Second)
 	spill := func(owner string) string {
 		res, err := l.Run(ctx, executor.Spec{Command: "seq 1 100", Owner: owner})

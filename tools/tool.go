@@ -1,7 +1,11 @@
-// Package tools is the small abstraction the agent loop drives: a tool has a
-// name, a model-facing description and a JSON Schema, and a call that gets the
-// calling session and returns text plus an is-error flag. Implementations live
-// in subpackages (tools/bashtool).
+// Package tools is the small abstraction the agent loop drives. A tool has a
+// name, a model-facing description and a JSON Schema. For each call it reads
+// the model's arguments once (Prepare) and describes the call — title, kind,
+// whether it streams live output, what must be approved before it runs —
+// then runs it and returns the model's text, one structured raw output for
+// the editor and the notes a terminal cannot show. The protocol layer only
+// maps these; it never names a tool nor reads a tool's text. Implementations
+// live in subpackages (tools/bashtool).
 package tools
 
 import (
@@ -18,54 +22,153 @@ type Caller struct {
 	Cwd string
 }
 
-// Call is one invocation.
-type Call struct {
-	Caller Caller
-	// Args is the raw JSON arguments object the model sent.
-	Args json.RawMessage
-	// Live, if set, receives a foreground command's output as it arrives
-	// (stream is "stdout" or "stderr"). It must return quickly and must not
-	// keep p.
-	Live func(stream string, p []byte)
+// Kind is the ACP tool kind: it lets an editor pick an icon.
+type Kind string
+
+const (
+	KindRead    Kind = "read"
+	KindEdit    Kind = "edit"
+	KindDelete  Kind = "delete"
+	KindMove    Kind = "move"
+	KindSearch  Kind = "search"
+	KindExecute Kind = "execute"
+	KindThink   Kind = "think"
+	KindFetch   Kind = "fetch"
+	KindOther   Kind = "other"
+)
+
+// SubjectKind says how a Subject is checked before the call runs.
+type SubjectKind int
+
+const (
+	// NoApproval: the call runs without asking — it touches only what the
+	// caller already owns, or it will not run at all (its arguments do not
+	// validate).
+	NoApproval SubjectKind = iota
+	// ShellCommand: Subject.Text is a shell command line, exactly as it will
+	// run. It is checked against the --allow/--deny shell patterns, and
+	// "always" remembers the programs it runs.
+	ShellCommand
+	// ToolKey: Subject.Text names the tool itself, e.g. "mcp:<server>/<tool>".
+	// --allow/--deny patterns name it ("mcp:<server>/*" for every tool of a
+	// server), and "always" remembers it as is.
+	ToolKey
+)
+
+func (k SubjectKind) String() string {
+	switch k {
+	case NoApproval:
+		return "none"
+	case ShellCommand:
+		return "shell command"
+	case ToolKey:
+		return "tool"
+	}
+	return "unknown"
 }
 
-// Result is what the model is told, plus presentation data for the editor.
-type Result struct {
-	// Text is exactly what the model sees.
+// Subject is what a call must be approved for before it runs. The zero value
+// needs no approval.
+type Subject struct {
+	Kind SubjectKind
+	// Text is the command line (ShellCommand) or the tool key (ToolKey);
+	// empty for NoApproval.
 	Text string
-	// IsError marks infrastructure and argument failures; a non-zero exit is
-	// not an error.
-	IsError bool
-	// Display describes the call for an editor. Its zero value is valid.
-	Display Display
 }
 
-// Display is presentation data computed by the tool from its arguments and
-// result; the protocol layer only maps it.
-type Display struct {
+// Shell is the subject of a call that runs command as a shell line.
+func Shell(command string) Subject { return Subject{Kind: ShellCommand, Text: command} }
+
+// Key is the subject of a call approved per tool, by its key.
+func Key(key string) Subject { return Subject{Kind: ToolKey, Text: key} }
+
+// Needed reports whether the call must be approved before it runs.
+func (s Subject) Needed() bool { return s.Kind != NoApproval }
+
+// Call is a tool's description of one call, made once from its arguments
+// before it runs: the editor shows it, and the approver asks about its
+// Subject alone.
+type Call struct {
 	// Title is one line: the command itself for bash.
 	Title string
-	// Kind is the ACP tool kind ("execute", "read", "other" …).
-	Kind string
-	// Description is the model's one-line description of the call.
+	// Kind is the ACP tool kind; empty reads as KindOther.
+	Kind Kind
+	// Description is the model's one-line description of the call, shown
+	// beside the title; empty if none.
 	Description string
 	// Live: the call streams output while it runs (a foreground command),
 	// so an editor may show it in a terminal.
 	Live bool
-	// Cwd is the directory the command ran in, if any.
+	// Cwd is the directory the call runs in, if any.
 	Cwd string
-	// ExitCode is set when a process exited with a code.
-	ExitCode *int
-	// Signal names the signal that ended the process.
+	// Subject is what must be approved before the call runs.
+	Subject Subject
+}
+
+// Live receives a running call's output as it arrives; stream is "stdout"
+// or "stderr". It must return quickly and must not keep p.
+type Live func(stream string, p []byte)
+
+// Prepared is one call read from its arguments: what it is, and how to run
+// it or answer it without running.
+type Prepared struct {
+	Call Call
+	// Run runs the call, once. live, if non-nil, receives its output as it
+	// arrives. Every failure the model should hear about (bad arguments, a
+	// spawn error, an aborted command) is a Result with IsError set.
+	Run func(ctx context.Context, live Live) Result
+	// Skip answers the call without running it (it was refused, or the turn
+	// ended first): text is what the model reads and the result is an error.
+	// Nil means Skipped's default.
+	Skip func(text string) Result
+}
+
+// Skipped is the result of a call answered without running: p.Skip's, or an
+// error result whose raw output says only that it is one.
+func (p Prepared) Skipped(text string) Result {
+	if p.Skip != nil {
+		return p.Skip(text)
+	}
+	return Result{Text: text, IsError: true, Raw: ErrorOutput{IsError: true}}
+}
+
+// Result is what a call produced: the model's text and, beside it, what the
+// editor shows, built by the same code.
+type Result struct {
+	// Text is exactly what the model sees.
+	Text string
+	// IsError marks infrastructure and argument failures and calls that did
+	// not run; a non-zero exit is not an error.
+	IsError bool
+	// Failed: the call ran but did not succeed (a non-zero exit, a signal, a
+	// timeout). The model reads Text either way; the editor marks the call
+	// failed, as it does an error result.
+	Failed bool
+	// Exit is how a Live call's process ended, for an editor's terminal; nil
+	// when none ended (an error result, a call that never ran).
+	Exit *Exit
+	// Raw is the structured outcome for the editor (ACP's rawOutput); it
+	// must marshal to JSON. Nil means none.
+	Raw any
+	// Notes are the lines of Text that a terminal showing the live output
+	// cannot show by itself (a timeout, where the full output went), in
+	// Text's order, each exactly as Text has it. Empty when there are none.
+	Notes []string
+}
+
+// Exit is how a process ended.
+type Exit struct {
+	// Code is the exit status; nil when a signal ended the process.
+	Code *int
+	// Signal names the signal that ended the process ("SIGTERM"); empty if
+	// it exited.
 	Signal string
-	// TimedOut: the executor's timer fired.
-	TimedOut bool
-	// Truncated: some output was kept only in a spill file.
-	Truncated bool
-	// SpillPaths lists the spill files holding full output.
-	SpillPaths []string
-	// TaskID is the background task this call started or addressed.
-	TaskID string
+}
+
+// ErrorOutput is the raw output of a result that has nothing structured to
+// say but whether it is an error.
+type ErrorOutput struct {
+	IsError bool `json:"isError,omitempty"`
 }
 
 // Tool is one model-facing tool.
@@ -75,12 +178,8 @@ type Tool interface {
 	Description() string
 	// Schema is the JSON Schema of the arguments object.
 	Schema() json.RawMessage
-	// Describe computes the editor's presentation of a call before it runs
-	// (title, kind, description) from its raw arguments; it never fails —
-	// malformed arguments yield a generic title.
-	Describe(caller Caller, args json.RawMessage) Display
-	// Run executes a call. Every failure the model should hear about (bad
-	// arguments, a spawn error, an aborted command) is a Result with IsError
-	// set; a non-zero exit is a plain Result that carries its marker.
-	Run(ctx context.Context, call Call) Result
+	// Prepare reads a call's raw arguments, once, for the caller. It never
+	// fails: arguments that do not validate still get a title, no Subject
+	// (nothing would run) and a Run that tells the model what is wrong.
+	Prepare(caller Caller, args json.RawMessage) Prepared
 }

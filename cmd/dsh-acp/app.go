@@ -123,12 +123,14 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One limits value for the executor and the tools: the bash description
+	// names the timeouts the executor enforces.
+	limits := cfg.limits()
 	ex, err := executor.NewLocal(executor.Options{
-		DefaultTimeout: cfg.timeout,
-		MaxTimeout:     cfg.maxTimeout,
-		KeepEnv:        cfg.keepEnv,
-		Secrets:        nonEmpty(cfg.apiKey),
-		Logger:         log.Named("executor"),
+		Limits:  limits,
+		KeepEnv: cfg.keepEnv,
+		Secrets: nonEmpty(cfg.apiKey),
+		Logger:  log.Named("executor"),
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start executor: %w", err), closeAll(closers))
@@ -143,6 +145,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	})
 	a.toolset, err = bashtool.New(bashtool.Options{
 		Executor: ex,
+		Limits:   limits,
 		Notify:   a.sessions.Notify,
 		Logger:   log,
 	})

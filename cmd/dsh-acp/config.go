@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
+	"github.com/dsh-acp/dsh-acp/executor"
 )
 
 // stringList is a repeatable string flag.
@@ -72,8 +73,9 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.Var(&cfg.deny, "deny", "never run commands matching this prefix `PATTERN` (repeatable; wins over --allow)")
 	fs.Var(&cfg.keepEnv, "keep-env", "pass this credential-looking environment `NAME` to commands anyway (repeatable)")
 	fs.IntVar(&cfg.maxRequests, "max-requests", agent.DefaultMaxRequests, "model requests allowed per prompt before it stops with max_turn_requests")
-	fs.DurationVar(&cfg.timeout, "timeout", 120*time.Second, "default timeout of a foreground command")
-	fs.DurationVar(&cfg.maxTimeout, "max-timeout", 600*time.Second, "largest timeout a command may ask for")
+	def := executor.DefaultLimits()
+	fs.DurationVar(&cfg.timeout, "timeout", def.DefaultTimeout, "default timeout of a foreground command")
+	fs.DurationVar(&cfg.maxTimeout, "max-timeout", def.MaxTimeout, "largest timeout a command may ask for")
 	fs.StringVar(&cfg.logFile, "log-file", "", "write logs to `PATH` instead of stderr")
 	fs.StringVar(&cfg.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error (default warn on stderr, info with --log-file)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
@@ -156,7 +158,7 @@ func parseServe(args []string, getenv env) (*config, error) {
 	if len(rest) > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: the server takes flags only (see dsh-acp help)", rest[0])
 	}
-	cfg.apiKey = getenv.first("DSH_API_KEY", "DEEPSEEK_API_KEY")
+	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
 	return cfg, cfg.validate()
 }
 
@@ -181,8 +183,15 @@ func parseExec(args []string, getenv env) (*config, error) {
 		return nil, fmt.Errorf("--cwd: %w", err)
 	}
 	cfg.cwd = cwd
-	cfg.apiKey = getenv.first("DSH_API_KEY", "DEEPSEEK_API_KEY")
+	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
 	return cfg, cfg.validate()
+}
+
+// limits is the one limits value the executor and the tools get.
+func (c *config) limits() executor.Limits {
+	l := executor.DefaultLimits()
+	l.DefaultTimeout, l.MaxTimeout = c.timeout, c.maxTimeout
+	return l
 }
 
 func (c *config) validate() error {

@@ -248,13 +248,14 @@ func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {
 			p.denied++
 		}
 	}
-	if _, ok := tu.Meta["terminal_exit"]; ok {
-		// The output was printed live; add what the markers would say, or
-		// the error that ended the call (an abort).
+	if exit, ok := tu.Meta["terminal_exit"].(map[string]any); ok {
+		// The output was printed live. What follows it is what the editor
+		// shows after the terminal — the notes a terminal cannot show (a
+		// timeout, where the full output went) or the error that ended the
+		// call (an abort) — and how the command exited.
 		p.newline()
-		if out, _ := tu.RawOutput.(map[string]any); out["isError"] == true {
-			p.printFenced(tu.Content)
-		} else if s := statusLine(tu.RawOutput); s != "" {
+		p.printFenced(tu.Content)
+		if s := exitLine(exit); s != "" {
 			p.write(p.style(ansiDim, s) + "\n")
 		}
 		return
@@ -289,27 +290,17 @@ func refusedResult(content []acpsdk.ToolCallContent) bool {
 	return false
 }
 
-// statusLine renders the markers of a finished command from its rawOutput.
-func statusLine(raw any) string {
-	out, ok := raw.(map[string]any)
-	if !ok {
-		return ""
+// exitLine says how a command that ran in the terminal ended, from the
+// editor's terminal_exit, in the words of the model's markers; nothing for
+// exit code 0 or an exit nobody knows.
+func exitLine(exit map[string]any) string {
+	if sig, ok := exit["signal"].(string); ok && sig != "" {
+		return "[killed by signal: " + sig + "]"
 	}
-	var parts []string
-	if paths, ok := out["spillPaths"].([]any); ok && len(paths) > 0 {
-		for _, pth := range paths {
-			parts = append(parts, fmt.Sprintf("[full output: %v]", pth))
-		}
+	if code, ok := exit["exit_code"].(float64); ok && code != 0 {
+		return fmt.Sprintf("[exit code: %d]", int(code))
 	}
-	if out["timedOut"] == true {
-		parts = append(parts, "[timed out]")
-	}
-	if sig, ok := out["signal"].(string); ok && sig != "" {
-		parts = append(parts, "[killed by signal: "+sig+"]")
-	} else if code, ok := out["exitCode"].(float64); ok && code != 0 {
-		parts = append(parts, fmt.Sprintf("[exit code: %d]", int(code)))
-	}
-	return strings.Join(parts, "\n")
+	return ""
 }
 
 // unfence returns the body of a ```console block.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,7 +25,7 @@ const maxHandOver = 60 << 10
 // isCredential: the model key variables, and every name the executor
 // scrubs from commands (KEY, SECRET, TOKEN, PASSWORD).
 func isCredential(name string) bool {
-	return name == "DSH_API_KEY" || name == "DEEPSEEK_API_KEY" || executor.LooksSecret(name)
+	return slices.Contains(executor.DefaultLimits().CredentialEnv, name) || executor.LooksSecret(name)
 }
 
 // hideSecrets keeps credentials out of this process's environment block.

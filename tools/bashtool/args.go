@@ -113,14 +113,20 @@ type bashArgs struct {
 	Background bool
 }
 
-// parseBashArgs validates bash's arguments: first presence and JSON types in
-// the order tool-text.md lists them, then values.
+// parseBashArgs validates bash's raw arguments.
 func parseBashArgs(raw json.RawMessage) (bashArgs, error) {
-	var a bashArgs
 	obj, err := parseObject(raw)
 	if err != nil {
-		return a, err
+		return bashArgs{}, err
 	}
+	return obj.bashArgs()
+}
+
+// bashArgs validates bash's arguments: first presence and JSON types in the
+// order tool-text.md lists them, then values.
+func (obj object) bashArgs() (bashArgs, error) {
+	var a bashArgs
+	var err error
 	if a.Command, err = obj.requiredString("command"); err != nil {
 		return a, err
 	}
@@ -163,15 +169,6 @@ func parseBashArgs(raw json.RawMessage) (bashArgs, error) {
 		a.Timeout = millis(ms)
 	}
 	return a, nil
-}
-
-// parseTaskID validates the task_id argument of bash_output and bash_kill.
-func parseTaskID(raw json.RawMessage) (string, error) {
-	obj, err := parseObject(raw)
-	if err != nil {
-		return "", err
-	}
-	return obj.requiredString("task_id")
 }
 
 // parseNumber reads a JSON number the way JavaScript's JSON.parse does: a

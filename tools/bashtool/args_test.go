@@ -2,8 +2,11 @@ package bashtool_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -61,7 +64,7 @@ func TestArgumentErrors(t *testing.T) {
 			fake := newFake()
 			tb := newToolbox(t, bashtool.Options{Executor: fake})
 			tool := map[string]tools.Tool{"bash": tb.bash, "bash_output": tb.output, "bash_kill": tb.kill}[tc.tool]
-			res := tool.Run(testCtx(t), call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
+			res := run(testCtx(t), tool, call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
 			if want := "Error: " + tc.want; !res.IsError || res.Text != want {
 				t.Errorf("got %q (IsError %v), want %q as an error", res.Text, res.IsError, want)
 			}
@@ -94,11 +97,13 @@ func TestValidArguments(t *testing.T) {
 			t.Parallel()
 			fake := newFake()
 			tb := newToolbox(t, bashtool.Options{Executor: fake})
-			res := tb.bash.Run(testCtx(t), call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
+			res := run(testCtx(t), tb.bash, call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
 			if res.IsError {
 				t.Fatalf("Run: %s", res.Text)
 			}
-			spec := fake.lastRun(t)
+			// The executor resolves the spec it is given, once: the timeout
+			// it applies is the default, the request or the maximum.
+			spec := resolve(fake.lastRun(t))
 			if spec.Command != "ls" || spec.Workdir != "/w" || spec.Owner != "s" || spec.Timeout != tc.wantTimeout {
 				t.Errorf("spec = {Command:%q Workdir:%q Owner:%q Timeout:%v}, want {ls /w s %v}",
 					spec.Command, spec.Workdir, spec.Owner, spec.Timeout, tc.wantTimeout)
@@ -113,11 +118,42 @@ func TestTimedOutMarkerShowsEffectiveTimeout(t *testing.T) {
 	t.Parallel()
 	fake := newFake()
 	fake.runFn = func(_ context.Context, spec executor.Spec) (executor.Result, error) {
-		return executor.Result{TimedOut: true, Timeout: spec.Timeout, ExitCode: -1, Signal: "SIGTERM"}, nil
+		return executor.Result{TimedOut: true, Timeout: resolve(spec).Timeout, ExitCode: -1, Signal: "SIGTERM"}, nil
 	}
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
-	res := tb.bash.Run(testCtx(t), call(tools.Caller{}, `{"command":"sleep 1000","description":"d","timeoutMs":700000}`))
+	res := run(testCtx(t), tb.bash, call(tools.Caller{}, `{"command":"sleep 1000","description":"d","timeoutMs":700000}`))
 	if want := "(no output)\n[timed out after 600000ms]\n[killed by signal: SIGTERM]"; res.Text != want {
 		t.Errorf("got %q, want %q", res.Text, want)
+	}
+}
+
+// TestTimedOutMarkerFromLimits: a result that does not carry its timeout
+// (an executor that does not say) is marked with the limits' reading of the
+// request: the same default and maximum the executor was given.
+func TestTimedOutMarkerFromLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, args, want string
+	}{
+		{name: "default", args: `{"command":"c","description":"d"}`, want: "(no output)\n[timed out after 5000ms]\n[exit code: 1]"},
+		{name: "clamped", args: `{"command":"c","description":"d","timeoutMs":9000}`, want: "(no output)\n[timed out after 7000ms]\n[exit code: 1]"},
+		{name: "given", args: `{"command":"c","description":"d","timeoutMs":42}`, want: "(no output)\n[timed out after 42ms]\n[exit code: 1]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake := newFake()
+			fake.runFn = func(context.Context, executor.Spec) (executor.Result, error) {
+				return executor.Result{TimedOut: true, ExitCode: 1}, nil
+			}
+			tb := newToolbox(t, bashtool.Options{Executor: fake, Limits: executor.Limits{DefaultTimeout: 5 * time.Second, MaxTimeout: 7 * time.Second}})
+			res := run(testCtx(t), tb.bash, call(tools.Caller{}, tc.args))
+			if res.Text != tc.want {
+				t.Errorf("got %q, want %q", res.Text, tc.want)
+			}
+			if want := []string{strings.Split(tc.want, "\n")[1]}; !cmp.Equal(want, res.Notes) {
+				t.Errorf("notes %q, want %q", res.Notes, want)
+			}
+		})
 	}
 }

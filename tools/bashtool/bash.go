@@ -14,7 +14,10 @@ import (
 
 // bashTool runs a command in the foreground or starts a background task.
 type bashTool struct {
-	exec        executor.Executor
+	runner Runner
+	// tasks tells the directory a background task was started in.
+	tasks       Tasks
+	limits      executor.Limits
 	log         *zap.Logger
 	description string
 	schema      json.RawMessage
@@ -26,30 +29,56 @@ func (t *bashTool) Name() string            { return NameBash }
 func (t *bashTool) Description() string     { return t.description }
 func (t *bashTool) Schema() json.RawMessage { return t.schema }
 
-// Describe reads what it can from arguments that may not validate, so the
-// editor shows the command even when the call is about to be rejected.
-func (t *bashTool) Describe(caller tools.Caller, args json.RawMessage) tools.Display {
-	d := tools.Display{Title: NameBash, Kind: kindExecute}
-	obj, err := parseObject(args)
+// Prepare reads the arguments once: leniently for what the editor shows (the
+// command even when the call is about to be rejected), strictly for what
+// runs. Only arguments that validate have a subject: the exact command line
+// Run will hand the executor.
+func (t *bashTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
+	obj, err := parseObject(raw)
+	call := describeBash(caller, obj, err)
+	var args bashArgs
+	if err == nil {
+		args, err = obj.bashArgs()
+	}
+	if err == nil {
+		call.Subject = tools.Shell(args.Command)
+	}
+	before := RawOutput{Cwd: call.Cwd}
+	return tools.Prepared{
+		Call: call,
+		Run: func(ctx context.Context, live tools.Live) tools.Result {
+			if err != nil {
+				return errorResult(before, err.Error())
+			}
+			return t.run(ctx, caller, args, before, live)
+		},
+		Skip: func(text string) tools.Result { return skipped(before, text) },
+	}
+}
+
+// describeBash is the editor's view of a call before it runs. obj may be
+// nil when the arguments are not an object (err is then set).
+func describeBash(caller tools.Caller, obj object, err error) tools.Call {
+	c := tools.Call{Title: NameBash, Kind: tools.KindExecute}
 	if err != nil {
-		return d
+		return c
 	}
 	if cmd, _, _ := obj.str("command"); commandTitle(cmd) != "" {
-		d.Title = commandTitle(cmd)
+		c.Title = commandTitle(cmd)
 	}
-	d.Description, _, _ = obj.str("description")
+	c.Description, _, _ = obj.str("description")
 	// A foreground command streams its output while it runs; a background
 	// start returns at once and is read with bash_output.
-	d.Live = true
+	c.Live = true
 	if raw, ok := obj.lookup("run_in_background"); ok {
 		var bg bool
 		if json.Unmarshal(raw, &bg) == nil && bg {
-			d.Live = false
+			c.Live = false
 		}
 	}
 	workdir, _, _ := obj.str("workdir")
-	d.Cwd = sessionWorkdir(caller.Cwd, workdir)
-	return d
+	c.Cwd = sessionWorkdir(caller.Cwd, workdir)
+	return c
 }
 
 // sessionWorkdir applies the calling session's cwd: it is the default, and a
@@ -67,71 +96,77 @@ func sessionWorkdir(sessionCwd, workdir string) string {
 	return filepath.Join(sessionCwd, workdir)
 }
 
-func (t *bashTool) Run(ctx context.Context, call tools.Call) tools.Result {
-	d := t.Describe(call.Caller, call.Args)
-	args, err := parseBashArgs(call.Args)
-	if err != nil {
-		return errorResult(d, err.Error())
-	}
-	spec, err := t.exec.Resolve(executor.Spec{
+// run hands validated arguments to the executor, which resolves the spec
+// (its default workdir, the timeout's default and maximum) once.
+func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, raw RawOutput, live tools.Live) tools.Result {
+	spec := executor.Spec{
 		Command: args.Command,
-		Workdir: sessionWorkdir(call.Caller.Cwd, args.Workdir),
+		Workdir: sessionWorkdir(caller.Cwd, args.Workdir),
 		Timeout: args.Timeout,
 		// Foreground runs carry the owner too, so a closing session's
 		// KillOwned reaches whatever it still has running.
-		Owner: call.Caller.SessionID,
-	})
-	if err != nil {
-		return errorResult(d, err.Error())
+		Owner: caller.SessionID,
 	}
-	d.Cwd = spec.Workdir
 	if args.Background {
-		return t.start(call.Caller, spec, d)
+		return t.start(caller, spec, raw)
 	}
-	if live := call.Live; live != nil {
+	if live != nil {
 		spec.Observe = func(s executor.Stream, p []byte) { live(s.String(), p) }
 	}
-	res, err := t.exec.Run(ctx, spec)
+	res, err := t.runner.Run(ctx, spec)
+	if res.Workdir != "" {
+		raw.Cwd = res.Workdir
+	}
 	if err != nil {
 		if errors.Is(err, executor.ErrAborted) || ctx.Err() != nil {
-			return errorResult(d, executor.ErrAborted.Error())
+			return errorResult(raw, executor.ErrAborted.Error())
 		}
-		return errorResult(d, err.Error())
+		return errorResult(raw, err.Error())
 	}
-	if res.Workdir != "" {
-		d.Cwd = res.Workdir
-	}
-	d.TimedOut = res.TimedOut
-	d.Signal = res.Signal
+	exit := &tools.Exit{Signal: res.Signal}
+	raw.TimedOut = res.TimedOut
+	raw.Signal = res.Signal
 	if res.Signal == "" {
 		code := res.ExitCode
-		d.ExitCode = &code
+		raw.ExitCode = &code
+		exit.Code = &code
 	}
 	for _, o := range []executor.Output{res.Stdout, res.Stderr} {
 		if o.Truncated {
-			d.Truncated = true
+			raw.Truncated = true
 			if o.SpillPath != "" {
-				d.SpillPaths = append(d.SpillPaths, o.SpillPath)
+				raw.SpillPaths = append(raw.SpillPaths, o.SpillPath)
 			}
 		}
 	}
-	return tools.Result{Text: formatRun(res, spec.Timeout), Display: d}
+	// The effective timeout is the executor's; the limits' reading of the
+	// request only stands in when a result does not carry it.
+	timeout := res.Timeout
+	if timeout <= 0 {
+		timeout = t.limits.Timeout(args.Timeout)
+	}
+	text, notes := formatRun(res, timeout)
+	r := result(text, raw)
+	r.Exit = exit
+	r.Notes = notes
+	return r
 }
 
 // start launches a background task. A task that cannot start is an error
 // result, like a foreground spawn failure.
-func (t *bashTool) start(caller tools.Caller, spec executor.Spec, d tools.Display) tools.Result {
+func (t *bashTool) start(caller tools.Caller, spec executor.Spec, raw RawOutput) tools.Result {
 	spec.Observe = nil
-	id, err := t.exec.Start(spec)
-	d.TaskID = id
+	id, err := t.runner.Start(spec)
+	raw.TaskID = id
+	if id != "" {
+		// The directory the executor resolved and recorded on the task.
+		if info, ierr := t.tasks.Info(id); ierr == nil && info.Workdir != "" {
+			raw.Cwd = info.Workdir
+		}
+	}
 	if err != nil {
-		return errorResult(d, err.Error())
+		return errorResult(raw, err.Error())
 	}
 	t.log.Debug("background task started", zap.String("task", id), zap.String("session", caller.SessionID))
-	return tools.Result{Text: "started background task " + id, Display: d}
-}
-
-// errorResult is an is-error result whose text is "Error: <message>".
-func errorResult(d tools.Display, msg string) tools.Result {
-	return tools.Result{Text: "Error: " + msg, IsError: true, Display: d}
+	return result("started background task "+id, raw)
 }

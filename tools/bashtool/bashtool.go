@@ -19,11 +19,10 @@
 package bashtool
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -38,35 +37,53 @@ const (
 	NameKill   = "bash_kill"
 )
 
-// Fallbacks for the timeouts named in the bash description when neither
-// Options nor the executor can tell (the local executor's defaults).
-const (
-	fallbackDefaultTimeout = 120 * time.Second
-	fallbackMaxTimeout     = 600 * time.Second
-)
+// Runner runs bash's commands: in the foreground, or started in the
+// background. The executor resolves each spec (workdir, timeout) itself.
+type Runner interface {
+	Run(ctx context.Context, spec executor.Spec) (executor.Result, error)
+	Start(spec executor.Spec) (string, error)
+}
+
+// Tasks is what bash_output and bash_kill do to a background task.
+type Tasks interface {
+	Info(id string) (executor.TaskInfo, error)
+	Read(id string) (executor.Read, error)
+	Kill(id string) (executor.KillResult, error)
+}
+
+// TaskEnds tells when background tasks end; the set turns the ends into
+// completion notices.
+type TaskEnds interface {
+	Subscribe(fn func(executor.TaskEnd)) (unsubscribe func())
+}
+
+// Executor is everything the tool set uses of an executor.
+type Executor interface {
+	Runner
+	Tasks
+	TaskEnds
+}
 
 // Options configures the tool set.
 type Options struct {
 	// Executor runs every command. Required.
-	Executor executor.Executor
+	Executor Executor
+	// Limits are the limits the executor was given (the same value): the
+	// bash description names its timeouts, and a timed-out marker falls
+	// back on them when a result does not say. Zero fields mean
+	// executor.DefaultLimits', as they do for the executor.
+	Limits executor.Limits
 	// Notify, if set, receives a completion notice for each owned background
 	// task that ends: the owner's session id and the notice text. It runs on
 	// an executor goroutine and must not block; nil means no notices.
 	Notify func(sessionID, text string)
 	// Logger receives debug and warning logs; nil means none.
 	Logger *zap.Logger
-	// DefaultTimeout and MaxTimeout only feed the bash description; the
-	// executor enforces the real limits. Zero means ask the executor
-	// (Resolve an unset and an over-large timeout) and, if it cannot tell,
-	// 120s and 600s.
-	DefaultTimeout time.Duration
-	MaxTimeout     time.Duration
 }
 
 // Set is the three tools over one executor, plus the subscription that turns
 // task ends into completion notices.
 type Set struct {
-	exec  executor.Executor
 	log   *zap.Logger
 	tools []tools.Tool
 
@@ -85,20 +102,25 @@ func New(opts Options) (*Set, error) {
 	if opts.Executor == nil {
 		return nil, errors.New("bashtool: nil executor")
 	}
+	lim := opts.Limits.WithDefaults()
+	if lim.DefaultTimeout < 0 || lim.MaxTimeout < lim.DefaultTimeout {
+		return nil, fmt.Errorf("bashtool: default timeout %v not within 0 and max %v", lim.DefaultTimeout, lim.MaxTimeout)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
 	log = log.Named("bashtool")
-	def, maxT := probeTimeouts(opts, log)
-	s := &Set{exec: opts.Executor, log: log, notify: opts.Notify}
+	ex := opts.Executor
+	s := &Set{log: log, notify: opts.Notify}
 	s.tools = []tools.Tool{
-		&bashTool{exec: s.exec, log: log, description: bashDescription(def, maxT), schema: bashSchema(def, maxT)},
-		&outputTool{exec: s.exec, schema: taskSchema("to read")},
-		&killTool{exec: s.exec, schema: taskSchema("to stop")},
+		&bashTool{runner: ex, tasks: ex, limits: lim, log: log,
+			description: bashDescription(lim.DefaultTimeout, lim.MaxTimeout), schema: bashSchema(lim.DefaultTimeout, lim.MaxTimeout)},
+		&outputTool{tasks: ex, schema: taskSchema("to read")},
+		&killTool{tasks: ex, schema: taskSchema("to stop")},
 	}
 	if opts.Notify != nil {
-		s.unsubscribe = s.exec.Subscribe(s.taskEnded)
+		s.unsubscribe = ex.Subscribe(s.taskEnded)
 	}
 	return s, nil
 }
@@ -137,34 +159,4 @@ func (s *Set) taskEnded(end executor.TaskEnd) {
 		return
 	}
 	s.notify(end.Owner, text)
-}
-
-// probeTimeouts finds the default and maximum timeout to name in the bash
-// description, preferring explicit options, then what the executor's Resolve
-// reports, then the local executor's defaults.
-func probeTimeouts(opts Options, log *zap.Logger) (def, maxT time.Duration) {
-	def, maxT = opts.DefaultTimeout, opts.MaxTimeout
-	if def <= 0 {
-		def = fallbackDefaultTimeout
-		if spec, err := opts.Executor.Resolve(executor.Spec{}); err != nil {
-			log.Warn("resolve default timeout", zap.Error(err))
-		} else if spec.Timeout > 0 {
-			def = spec.Timeout
-		}
-	}
-	if maxT <= 0 {
-		maxT = fallbackMaxTimeout
-		// An over-large timeout comes back clamped to the maximum; one that
-		// comes back unchanged means the executor did not say.
-		const huge = time.Duration(math.MaxInt64)
-		if spec, err := opts.Executor.Resolve(executor.Spec{Timeout: huge}); err != nil {
-			log.Warn("resolve maximum timeout", zap.Error(err))
-		} else if spec.Timeout > 0 && spec.Timeout < huge {
-			maxT = spec.Timeout
-		}
-	}
-	if maxT < def {
-		maxT = def
-	}
-	return def, maxT
 }

@@ -29,16 +29,15 @@ type fakeExec struct {
 	startErr error
 
 	// mu guards everything below.
-	mu       sync.Mutex
-	runs     []executor.Spec
-	starts   []executor.Spec
-	reads    int
-	kills    int
-	next     int
-	tasks    map[string]*fakeTask
-	subs     map[int]func(executor.TaskEnd)
-	nextSub  int
-	resolved int
+	mu      sync.Mutex
+	runs    []executor.Spec
+	starts  []executor.Spec
+	reads   int
+	kills   int
+	next    int
+	tasks   map[string]*fakeTask
+	subs    map[int]func(executor.TaskEnd)
+	nextSub int
 }
 
 type fakeTask struct {
@@ -46,16 +45,14 @@ type fakeTask struct {
 	out  executor.Read
 }
 
-var _ executor.Executor = (*fakeExec)(nil)
+var _ bashtool.Executor = (*fakeExec)(nil)
 
 func newFake() *fakeExec {
 	return &fakeExec{tasks: map[string]*fakeTask{}, subs: map[int]func(executor.TaskEnd){}}
 }
 
-func (f *fakeExec) Resolve(spec executor.Spec) (executor.Spec, error) {
-	f.mu.Lock()
-	f.resolved++
-	f.mu.Unlock()
+// resolve fills a spec as an executor does: its default workdir and timeout.
+func resolve(spec executor.Spec) executor.Spec {
 	if spec.Workdir == "" {
 		spec.Workdir = fakeDefaultWorkdir
 	}
@@ -63,7 +60,7 @@ func (f *fakeExec) Resolve(spec executor.Spec) (executor.Spec, error) {
 		spec.Timeout = fakeDefaultTimeout
 	}
 	spec.Timeout = min(spec.Timeout, fakeMaxTimeout)
-	return spec, nil
+	return spec
 }
 
 func (f *fakeExec) Run(ctx context.Context, spec executor.Spec) (executor.Result, error) {
@@ -73,6 +70,7 @@ func (f *fakeExec) Run(ctx context.Context, spec executor.Spec) (executor.Result
 	if f.runFn != nil {
 		return f.runFn(ctx, spec)
 	}
+	spec = resolve(spec)
 	return executor.Result{Workdir: spec.Workdir, Timeout: spec.Timeout}, nil
 }
 
@@ -81,7 +79,7 @@ func (f *fakeExec) Start(spec executor.Spec) (string, error) {
 	f.starts = append(f.starts, spec)
 	f.next++
 	id := fmt.Sprintf("bash-%d", f.next)
-	t := &fakeTask{info: executor.TaskInfo{ID: id, Owner: spec.Owner, Command: spec.Command, Workdir: spec.Workdir}}
+	t := &fakeTask{info: executor.TaskInfo{ID: id, Owner: spec.Owner, Command: spec.Command, Workdir: resolve(spec).Workdir}}
 	f.tasks[id] = t
 	f.mu.Unlock()
 	if f.startErr != nil {
@@ -134,8 +132,6 @@ func (f *fakeExec) Kill(id string) (executor.KillResult, error) {
 	return executor.KillResult{Status: st}, nil
 }
 
-func (f *fakeExec) KillOwned(owner string) int { return 0 }
-
 func (f *fakeExec) Subscribe(fn func(executor.TaskEnd)) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,8 +144,6 @@ func (f *fakeExec) Subscribe(fn func(executor.TaskEnd)) func() {
 		delete(f.subs, n)
 	}
 }
-
-func (f *fakeExec) Close() error { return nil }
 
 // emit appends output to a task's unread chunk.
 func (f *fakeExec) emit(id string, s executor.Stream, text string) {
@@ -244,8 +238,31 @@ func args(t *testing.T, m map[string]any) json.RawMessage {
 	return b
 }
 
-func call(caller tools.Caller, raw string) tools.Call {
-	return tools.Call{Caller: caller, Args: json.RawMessage(raw)}
+// invocation is one call as a test makes it.
+type invocation struct {
+	caller tools.Caller
+	args   json.RawMessage
+	// live, if set, receives the call's live output.
+	live tools.Live
+}
+
+func call(caller tools.Caller, raw string) invocation {
+	return invocation{caller: caller, args: json.RawMessage(raw)}
+}
+
+// run prepares and runs one call of tl, as the agent loop does.
+func run(ctx context.Context, tl tools.Tool, inv invocation) tools.Result {
+	return tl.Prepare(inv.caller, inv.args).Run(ctx, inv.live)
+}
+
+// rawOf is a result's raw output; a result without one fails the test.
+func rawOf(t *testing.T, r tools.Result) bashtool.RawOutput {
+	t.Helper()
+	raw, ok := r.Raw.(bashtool.RawOutput)
+	if !ok {
+		t.Fatalf("raw output %#v (%T), want a bashtool.RawOutput", r.Raw, r.Raw)
+	}
+	return raw
 }
 
 func taskArgs(id string) string { return fmt.Sprintf(`{"task_id":%q}`, id) }

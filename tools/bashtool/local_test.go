@@ -59,7 +59,9 @@ func newLocal(t *testing.T, opts executor.Options) *local {
 	l := &local{exec: ex, notices: make(chan string, 64)}
 	l.toolbox = newToolbox(t, bashtool.Options{
 		Executor: ex,
-		Logger:   zaptest.NewLogger(t),
+		// The same limits value for both, as cmd wires them.
+		Limits: opts.Limits,
+		Logger: zaptest.NewLogger(t),
 		Notify: func(session, text string) {
 			select {
 			case l.notices <- session + ": " + text:
@@ -83,7 +85,7 @@ func bashArgs(t *testing.T, command string, extra map[string]any) json.RawMessag
 
 func (l *local) run(t *testing.T, caller tools.Caller, command string, extra map[string]any) tools.Result {
 	t.Helper()
-	return l.bash.Run(testCtx(t), tools.Call{Caller: caller, Args: bashArgs(t, command, extra)})
+	return run(testCtx(t), l.bash, invocation{caller: caller, args: bashArgs(t, command, extra)})
 }
 
 // pollOutput reads a task's output until done reports true for the text
@@ -95,7 +97,7 @@ func (l *local) pollOutput(t *testing.T, caller tools.Caller, id string, done fu
 	defer tick.Stop()
 	var all strings.Builder
 	for {
-		res := l.output.Run(testCtx(t), call(caller, taskArgs(id)))
+		res := run(testCtx(t), l.output, call(caller, taskArgs(id)))
 		if res.IsError {
 			t.Fatalf("bash_output %s: %s", id, res.Text)
 		}
@@ -174,7 +176,7 @@ func TestLocalResultText(t *testing.T) {
 
 func TestLocalTruncation(t *testing.T) {
 	t.Parallel()
-	l := newLocal(t, executor.Options{TailBytes: 64})
+	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 64}})
 	seq := func(n int) string {
 		var b strings.Builder
 		for i := 1; i <= n; i++ {
@@ -214,8 +216,8 @@ func TestLocalTruncation(t *testing.T) {
 			if string(full) != tc.full {
 				t.Errorf("spill file holds %d bytes, want the full %d", len(full), len(tc.full))
 			}
-			if !res.Display.Truncated || !cmp.Equal(res.Display.SpillPaths, []string{m[1]}) {
-				t.Errorf("display %+v, want truncated with spill path %s", res.Display, m[1])
+			if !rawOf(t, res).Truncated || !cmp.Equal(rawOf(t, res).SpillPaths, []string{m[1]}) {
+				t.Errorf("raw output %+v, want truncated with spill path %s", rawOf(t, res), m[1])
 			}
 		})
 	}
@@ -264,8 +266,8 @@ func TestLocalWorkdir(t *testing.T) {
 			if want := realPath(t, tc.want) + "\n"; res.IsError || res.Text != want {
 				t.Errorf("got %q (IsError %v), want %q", res.Text, res.IsError, want)
 			}
-			if res.Display.Cwd != tc.want {
-				t.Errorf("display cwd %q, want %q", res.Display.Cwd, tc.want)
+			if rawOf(t, res).Cwd != tc.want {
+				t.Errorf("display cwd %q, want %q", rawOf(t, res).Cwd, tc.want)
 			}
 		})
 	}
@@ -290,7 +292,7 @@ func TestLocalTwoSessions(t *testing.T) {
 		for range rounds {
 			wg.Go(func() {
 				<-start
-				res := l.bash.Run(testCtx(t), tools.Call{Caller: c, Args: pwd})
+				res := run(testCtx(t), l.bash, invocation{caller: c, args: pwd})
 				if res.Text != want {
 					errs <- fmt.Sprintf("session %s: got %q, want %q", c.SessionID, res.Text, want)
 				}
@@ -308,14 +310,14 @@ func TestLocalTwoSessions(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)
 	}
-	id := res.Display.TaskID
+	id := rawOf(t, res).TaskID
 	for _, tl := range []tools.Tool{l.output, l.kill} {
-		if got := tl.Run(testCtx(t), call(b, taskArgs(id))); !got.IsError || got.Text != "Error: task "+id+" belongs to another session" {
+		if got := run(testCtx(t), tl, call(b, taskArgs(id))); !got.IsError || got.Text != "Error: task "+id+" belongs to another session" {
 			t.Errorf("%s by B: got %q (IsError %v)", tl.Name(), got.Text, got.IsError)
 		}
 	}
 	l.pollOutput(t, a, id, func(all string) bool { return strings.Contains(all, "secret\n") })
-	if got := l.kill.Run(testCtx(t), call(a, taskArgs(id))); got.Text != "killed background task "+id {
+	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.Text != "killed background task "+id {
 		t.Errorf("kill by A: got %q", got.Text)
 	}
 	if n := l.waitNotice(t); n != "A: background bash task "+id+" finished [status: killed by SIGTERM]. Read its output with bash_output." {
@@ -352,7 +354,7 @@ func TestLocalOwnershipMatrix(t *testing.T) {
 						if res.IsError {
 							t.Fatalf("start: %s", res.Text)
 						}
-						id := res.Display.TaskID
+						id := rawOf(t, res).TaskID
 						if ended {
 							waitEnded(t, l.exec, id)
 						}
@@ -361,13 +363,13 @@ func TestLocalOwnershipMatrix(t *testing.T) {
 						var want string
 						var got tools.Result
 						if tool == "bash_output" {
-							got = l.output.Run(testCtx(t), call(caller, taskArgs(id)))
+							got = run(testCtx(t), l.output, call(caller, taskArgs(id)))
 							want = "(no new output)\n[status: running]"
 							if ended {
 								want = "(no new output)\n[status: completed, exit code: 0]"
 							}
 						} else {
-							got = l.kill.Run(testCtx(t), call(caller, taskArgs(id)))
+							got = run(testCtx(t), l.kill, call(caller, taskArgs(id)))
 							want = "killed background task " + id
 							if ended {
 								want = "task " + id + " had already finished"
@@ -428,7 +430,7 @@ until [ -e go2 ]; do sleep 0.01; done`
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)
 	}
-	id := res.Display.TaskID
+	id := rawOf(t, res).TaskID
 	if !regexp.MustCompile(`^started background task bash-\d+$`).MatchString(res.Text) {
 		t.Errorf("start text %q", res.Text)
 	}
@@ -442,14 +444,14 @@ until [ -e go2 ]; do sleep 0.01; done`
 	if want := "second\n\n[status: running]\x00"; !strings.HasSuffix(all, want) || strings.Contains(all, "first") {
 		t.Errorf("second reads %q, want them to end with %q and not repeat first", all, want)
 	}
-	if got := l.output.Run(testCtx(t), call(a, taskArgs(id))); got.Text != "(no new output)\n[status: running]" {
+	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: running]" {
 		t.Errorf("third read %q", got.Text)
 	}
 	touch(t, filepath.Join(a.Cwd, "go2"))
 	if n := l.waitNotice(t); n != "A: background bash task "+id+" finished [status: completed, exit code: 0]. Read its output with bash_output." {
 		t.Errorf("notice %q", n)
 	}
-	if got := l.output.Run(testCtx(t), call(a, taskArgs(id))); got.Text != "(no new output)\n[status: completed, exit code: 0]" {
+	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: completed, exit code: 0]" {
 		t.Errorf("read after the end %q", got.Text)
 	}
 }
@@ -463,15 +465,15 @@ func touch(t *testing.T, path string) {
 
 func TestLocalLossyRead(t *testing.T) {
 	t.Parallel()
-	l := newLocal(t, executor.Options{TailBytes: 64, UnreadBytes: 64})
+	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 64, UnreadBytes: 64}})
 	a := tools.Caller{SessionID: "A", Cwd: t.TempDir()}
 	res := l.run(t, a, "seq 1 1000", map[string]any{"run_in_background": true})
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)
 	}
-	id := res.Display.TaskID
+	id := rawOf(t, res).TaskID
 	l.waitNotice(t)
-	got := l.output.Run(testCtx(t), call(a, taskArgs(id)))
+	got := run(testCtx(t), l.output, call(a, taskArgs(id)))
 	re := regexp.MustCompile(`^(?s:.*)\n1000\n\n\[some output was dropped from memory; full output: (/[^,]+), \(unavailable\)\]\n\[status: completed, exit code: 0\]$`)
 	m := re.FindStringSubmatch(got.Text)
 	if m == nil {
@@ -484,8 +486,8 @@ func TestLocalLossyRead(t *testing.T) {
 	if !strings.HasPrefix(string(full), "1\n2\n3\n") || !strings.HasSuffix(string(full), "\n999\n1000\n") {
 		t.Errorf("spill file does not hold the whole output (%d bytes)", len(full))
 	}
-	if !got.Display.Truncated {
-		t.Errorf("display %+v, want truncated", got.Display)
+	if !rawOf(t, got).Truncated {
+		t.Errorf("raw output %+v, want truncated", rawOf(t, got))
 	}
 }
 
@@ -497,18 +499,18 @@ func TestLocalKillTwice(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)
 	}
-	id := res.Display.TaskID
+	id := rawOf(t, res).TaskID
 	l.pollOutput(t, a, id, func(all string) bool { return strings.Contains(all, "ready\n") })
-	if got := l.kill.Run(testCtx(t), call(a, taskArgs(id))); got.IsError || got.Text != "killed background task "+id {
+	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "killed background task "+id {
 		t.Errorf("first kill: %q (IsError %v)", got.Text, got.IsError)
 	}
 	if n := l.waitNotice(t); n != "A: background bash task "+id+" finished [status: killed by SIGTERM]. Read its output with bash_output." {
 		t.Errorf("notice %q", n)
 	}
-	if got := l.kill.Run(testCtx(t), call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
+	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
 		t.Errorf("second kill: %q (IsError %v)", got.Text, got.IsError)
 	}
-	if got := l.output.Run(testCtx(t), call(a, taskArgs(id))); got.Text != "(no new output)\n[status: killed by SIGTERM]" {
+	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: killed by SIGTERM]" {
 		t.Errorf("read after kill: %q", got.Text)
 	}
 }
@@ -523,15 +525,15 @@ func TestLocalFailedStart(t *testing.T) {
 	if want := "Error: workdir " + missing + " does not exist"; !res.IsError || res.Text != want {
 		t.Fatalf("start: got %q (IsError %v), want %q", res.Text, res.IsError, want)
 	}
-	id := res.Display.TaskID
+	id := rawOf(t, res).TaskID
 	if !regexp.MustCompile(`^bash-\d+$`).MatchString(id) {
 		t.Fatalf("display task id = %q", id)
 	}
 	waitEnded(t, l.exec, id)
-	if got := l.output.Run(testCtx(t), call(a, taskArgs(id))); !got.IsError || got.Text != "Error: workdir "+missing+" does not exist" {
+	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); !got.IsError || got.Text != "Error: workdir "+missing+" does not exist" {
 		t.Errorf("bash_output: %q (IsError %v)", got.Text, got.IsError)
 	}
-	if got := l.kill.Run(testCtx(t), call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
+	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
 		t.Errorf("bash_kill: %q (IsError %v)", got.Text, got.IsError)
 	}
 }
@@ -547,8 +549,8 @@ func TestLocalNotices(t *testing.T) {
 	if unowned.IsError || owned.IsError {
 		t.Fatalf("start: %q, %q", unowned.Text, owned.Text)
 	}
-	waitEnded(t, l.exec, unowned.Display.TaskID)
-	waitEnded(t, l.exec, owned.Display.TaskID)
+	waitEnded(t, l.exec, rawOf(t, unowned).TaskID)
+	waitEnded(t, l.exec, rawOf(t, owned).TaskID)
 	if err := l.exec.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -557,7 +559,7 @@ func TestLocalNotices(t *testing.T) {
 	for n := range l.notices {
 		got = append(got, n)
 	}
-	want := []string{"A: background bash task " + owned.Display.TaskID +
+	want := []string{"A: background bash task " + rawOf(t, owned).TaskID +
 		" finished [status: completed, exit code: 5]. Read its output with bash_output."}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("notices (-want +got):\n%s", diff)
@@ -571,9 +573,9 @@ func TestLocalLiveAndAbort(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var live []string
-	c := tools.Call{Caller: tools.Caller{SessionID: "A", Cwd: t.TempDir()},
-		Args: bashArgs(t, "echo ready; echo warn >&2; exec sleep 100", nil)}
-	c.Live = func(stream string, p []byte) {
+	c := invocation{caller: tools.Caller{SessionID: "A", Cwd: t.TempDir()},
+		args: bashArgs(t, "echo ready; echo warn >&2; exec sleep 100", nil)}
+	c.live = func(stream string, p []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		live = append(live, stream+":"+string(p))
@@ -581,7 +583,7 @@ func TestLocalLiveAndAbort(t *testing.T) {
 			cancel() // the handshake: the command is running and streaming
 		}
 	}
-	res := l.bash.Run(ctx, c)
+	res := run(ctx, l.bash, c)
 	if !res.IsError || res.Text != "Error: command aborted" {
 		t.Errorf("got %q (IsError %v), want Error: command aborted", res.Text, res.IsError)
 	}

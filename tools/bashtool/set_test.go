@@ -24,6 +24,8 @@ func TestWorkdir(t *testing.T) {
 		workdir  any // nil = not given
 		runErr   error
 		wantSpec string
+		// wantCwd is the cwd shown, if not wantSpec: the executor resolved it.
+		wantCwd  string
 		wantText string
 	}{
 		{name: "none uses the session cwd", cwd: "/s", wantSpec: "/s"},
@@ -31,7 +33,7 @@ func TestWorkdir(t *testing.T) {
 		{name: "relative joins the session cwd", cwd: "/s", workdir: "sub/dir", wantSpec: "/s/sub/dir"},
 		{name: "relative parent", cwd: "/s/a", workdir: "..", wantSpec: "/s"},
 		{name: "absolute kept", cwd: "/s", workdir: "/opt/x", wantSpec: "/opt/x"},
-		{name: "no session cwd uses the executor default", wantSpec: fakeDefaultWorkdir},
+		{name: "no session cwd uses the executor default", wantSpec: "", wantCwd: fakeDefaultWorkdir},
 		{name: "no session cwd passes relative as is", workdir: "rel", wantSpec: "rel"},
 		{name: "missing directory", cwd: "/s", workdir: "missing", runErr: missing, wantSpec: "/s/missing",
 			wantText: "Error: start bash: chdir /s/missing: no such file or directory"},
@@ -41,19 +43,23 @@ func TestWorkdir(t *testing.T) {
 			t.Parallel()
 			fake := newFake()
 			fake.runFn = func(_ context.Context, spec executor.Spec) (executor.Result, error) {
-				return executor.Result{Workdir: spec.Workdir}, tc.runErr
+				return executor.Result{Workdir: resolve(spec).Workdir}, tc.runErr
 			}
 			tb := newToolbox(t, bashtool.Options{Executor: fake})
 			a := map[string]any{"command": "pwd", "description": "Print the directory"}
 			if tc.workdir != nil {
 				a["workdir"] = tc.workdir
 			}
-			res := tb.bash.Run(testCtx(t), tools.Call{Caller: tools.Caller{SessionID: "s", Cwd: tc.cwd}, Args: args(t, a)})
+			res := run(testCtx(t), tb.bash, invocation{caller: tools.Caller{SessionID: "s", Cwd: tc.cwd}, args: args(t, a)})
 			if got := fake.lastRun(t).Workdir; got != tc.wantSpec {
 				t.Errorf("executor got workdir %q, want %q", got, tc.wantSpec)
 			}
-			if res.Display.Cwd != tc.wantSpec {
-				t.Errorf("display cwd %q, want %q", res.Display.Cwd, tc.wantSpec)
+			wantCwd := tc.wantCwd
+			if wantCwd == "" {
+				wantCwd = tc.wantSpec
+			}
+			if got := rawOf(t, res).Cwd; got != wantCwd {
+				t.Errorf("raw output cwd %q, want %q", got, wantCwd)
 			}
 			wantText := tc.wantText
 			if wantText == "" {
@@ -123,9 +129,9 @@ func TestBashDescription(t *testing.T) {
 		opts bashtool.Options
 		want []string
 	}{
-		{name: "timeouts from the executor", want: []string{
+		{name: "default limits", want: []string{
 			"defaults to 120000ms (2 minutes) and cannot exceed 600000ms (10 minutes)"}},
-		{name: "timeouts from options", opts: bashtool.Options{DefaultTimeout: 30 * time.Second, MaxTimeout: time.Hour},
+		{name: "timeouts from the limits", opts: bashtool.Options{Limits: executor.Limits{DefaultTimeout: 30 * time.Second, MaxTimeout: time.Hour}},
 			want: []string{"defaults to 30000ms (30 seconds) and cannot exceed 3600000ms (60 minutes)"}},
 		{name: "model guidance", want: []string{
 			"workdir instead of using cd", "[exit code: N]", "[output truncated; full output: <path>]",

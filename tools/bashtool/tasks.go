@@ -12,13 +12,13 @@ import (
 
 // outputTool is bash_output.
 type outputTool struct {
-	exec   executor.Executor
+	tasks  Tasks
 	schema json.RawMessage
 }
 
 // killTool is bash_kill.
 type killTool struct {
-	exec   executor.Executor
+	tasks  Tasks
 	schema json.RawMessage
 }
 
@@ -31,79 +31,114 @@ func (t *outputTool) Name() string            { return NameOutput }
 func (t *outputTool) Description() string     { return outputDescription }
 func (t *outputTool) Schema() json.RawMessage { return t.schema }
 
-func (t *outputTool) Describe(_ tools.Caller, args json.RawMessage) tools.Display {
-	id := describeTaskID(args)
-	return tools.Display{Title: outputTitle(id), Kind: kindRead, TaskID: id}
+// Prepare: bash_output needs no approval; it only reads the session's own
+// tasks (the ownership fence refuses others').
+func (t *outputTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
+	tc := readTaskCall(raw)
+	return tc.prepared(tools.Call{Title: outputTitle(tc.shownID), Kind: tools.KindRead}, func() tools.Result {
+		return t.run(caller, tc)
+	})
 }
 
-func (t *outputTool) Run(_ context.Context, call tools.Call) tools.Result {
-	d := t.Describe(call.Caller, call.Args)
-	id, info, res, ok := accessTask(t.exec, call)
+func (t *outputTool) run(caller tools.Caller, tc taskCall) tools.Result {
+	id, info, res, ok := accessTask(t.tasks, caller, tc)
 	if !ok {
-		return withDisplay(res, d)
+		return res
 	}
-	d.Cwd = info.Workdir
-	r, err := t.exec.Read(id)
+	raw := RawOutput{TaskID: tc.shownID, Cwd: info.Workdir}
+	r, err := t.tasks.Read(id)
 	if err != nil {
-		return withDisplay(taskError(id, fmt.Errorf("read task %s: %w", id, err)), d)
+		return taskError(raw, id, fmt.Errorf("read task %s: %w", id, err))
 	}
 	if r.Status.State == executor.Failed {
-		return errorResult(d, failedText(id, r.Status))
+		return errorResult(raw, failedText(id, r.Status))
 	}
-	displayStatus(&d, r.Status)
+	raw.status(r.Status)
 	for _, c := range []executor.Chunk{r.Stdout, r.Stderr} {
 		if c.Dropped > 0 {
-			d.Truncated = true
+			raw.Truncated = true
 		}
 		if c.SpillPath != "" {
-			d.SpillPaths = append(d.SpillPaths, c.SpillPath)
+			raw.SpillPaths = append(raw.SpillPaths, c.SpillPath)
 		}
 	}
-	return tools.Result{Text: formatRead(r), Display: d}
+	return result(formatRead(r), raw)
 }
 
 func (t *killTool) Name() string            { return NameKill }
 func (t *killTool) Description() string     { return killDescription }
 func (t *killTool) Schema() json.RawMessage { return t.schema }
 
-func (t *killTool) Describe(_ tools.Caller, args json.RawMessage) tools.Display {
-	id := describeTaskID(args)
-	return tools.Display{Title: killTitle(id), Kind: kindOther, TaskID: id}
+// Prepare: bash_kill needs no approval; it only stops the session's own
+// tasks.
+func (t *killTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
+	tc := readTaskCall(raw)
+	return tc.prepared(tools.Call{Title: killTitle(tc.shownID), Kind: tools.KindOther}, func() tools.Result {
+		return t.run(caller, tc)
+	})
 }
 
-func (t *killTool) Run(_ context.Context, call tools.Call) tools.Result {
-	d := t.Describe(call.Caller, call.Args)
-	id, info, res, ok := accessTask(t.exec, call)
+func (t *killTool) run(caller tools.Caller, tc taskCall) tools.Result {
+	id, info, res, ok := accessTask(t.tasks, caller, tc)
 	if !ok {
-		return withDisplay(res, d)
+		return res
 	}
-	d.Cwd = info.Workdir
-	k, err := t.exec.Kill(id)
+	raw := RawOutput{TaskID: tc.shownID, Cwd: info.Workdir}
+	k, err := t.tasks.Kill(id)
 	if err != nil {
-		return withDisplay(taskError(id, fmt.Errorf("kill task %s: %w", id, err)), d)
+		return taskError(raw, id, fmt.Errorf("kill task %s: %w", id, err))
 	}
-	displayStatus(&d, k.Status)
+	raw.status(k.Status)
 	if k.AlreadyFinished {
-		return tools.Result{Text: "task " + id + " had already finished", Display: d}
+		return result("task "+id+" had already finished", raw)
 	}
-	return tools.Result{Text: "killed background task " + id, Display: d}
+	return result("killed background task "+id, raw)
 }
 
-// accessTask validates task_id and applies the ownership fence before any
+// taskCall is the arguments of bash_output or bash_kill, read once.
+type taskCall struct {
+	// shownID is task_id read leniently, for the title and raw output.
+	shownID string
+	// id is the validated task_id; err says why there is none.
+	id  string
+	err error
+}
+
+func readTaskCall(raw json.RawMessage) taskCall {
+	obj, err := parseObject(raw)
+	if err != nil {
+		return taskCall{err: err}
+	}
+	tc := taskCall{}
+	tc.shownID, _, _ = obj.str("task_id")
+	tc.id, tc.err = obj.requiredString("task_id")
+	return tc
+}
+
+func (tc taskCall) prepared(call tools.Call, run func() tools.Result) tools.Prepared {
+	return tools.Prepared{
+		Call: call,
+		Run:  func(context.Context, tools.Live) tools.Result { return run() },
+		Skip: func(text string) tools.Result { return skipped(RawOutput{TaskID: tc.shownID}, text) },
+	}
+}
+
+// accessTask applies the argument check and the ownership fence before any
 // output is read or any signal sent: the owner recorded on the task at spawn
 // must be the caller's session, unless the task has no owner. A caller with
 // no session cannot touch an owned task. ok is false when res is the answer.
-func accessTask(exec executor.Executor, call tools.Call) (id string, info executor.TaskInfo, res tools.Result, ok bool) {
-	id, err := parseTaskID(call.Args)
-	if err != nil {
-		return id, info, errorResult(tools.Display{}, err.Error()), false
+func accessTask(tasks Tasks, caller tools.Caller, tc taskCall) (id string, info executor.TaskInfo, res tools.Result, ok bool) {
+	raw := RawOutput{TaskID: tc.shownID}
+	if tc.err != nil {
+		return "", info, errorResult(raw, tc.err.Error()), false
 	}
-	info, err = exec.Info(id)
+	id = tc.id
+	info, err := tasks.Info(id)
 	if err != nil {
-		return id, info, taskError(id, err), false
+		return id, info, taskError(raw, id, err), false
 	}
-	if info.Owner != "" && info.Owner != call.Caller.SessionID {
-		return id, info, errorResult(tools.Display{}, "task "+id+" belongs to another session"), false
+	if info.Owner != "" && info.Owner != caller.SessionID {
+		return id, info, errorResult(raw, "task "+id+" belongs to another session"), false
 	}
 	return id, info, tools.Result{}, true
 }
@@ -119,34 +154,20 @@ func failedText(id string, s executor.Status) string {
 }
 
 // taskError maps an executor error about a task to the model's text.
-func taskError(id string, err error) tools.Result {
+func taskError(raw RawOutput, id string, err error) tools.Result {
 	if errors.Is(err, executor.ErrUnknownTask) {
-		return errorResult(tools.Display{}, fmt.Sprintf("unknown bash task %q", id))
+		return errorResult(raw, fmt.Sprintf("unknown bash task %q", id))
 	}
-	return errorResult(tools.Display{}, err.Error())
+	return errorResult(raw, err.Error())
 }
 
-func withDisplay(r tools.Result, d tools.Display) tools.Result {
-	r.Display = d
-	return r
-}
-
-func displayStatus(d *tools.Display, s executor.Status) {
-	switch s.State {
-	case executor.Completed:
-		code := s.ExitCode
-		d.ExitCode = &code
-	case executor.Killed:
-		d.Signal = s.Signal
-	}
+// parseTaskID validates the task_id argument of bash_output and bash_kill.
+func parseTaskID(raw json.RawMessage) (string, error) {
+	tc := readTaskCall(raw)
+	return tc.id, tc.err
 }
 
 // describeTaskID reads task_id leniently for the pre-run presentation.
-func describeTaskID(args json.RawMessage) string {
-	obj, err := parseObject(args)
-	if err != nil {
-		return ""
-	}
-	id, _, _ := obj.str("task_id")
-	return id
+func describeTaskID(raw json.RawMessage) string {
+	return readTaskCall(raw).shownID
 }

@@ -21,16 +21,17 @@ var (
 // startTask starts a background task as caller and returns its id.
 func startTask(t *testing.T, tb *toolbox, caller tools.Caller, command string) string {
 	t.Helper()
-	res := tb.bash.Run(testCtx(t), call(caller, string(args(t, map[string]any{
+	res := run(testCtx(t), tb.bash, call(caller, string(args(t, map[string]any{
 		"command": command, "description": "Start a task", "run_in_background": true,
 	}))))
 	if res.IsError {
 		t.Fatalf("start %q: %s", command, res.Text)
 	}
-	if res.Display.TaskID == "" || res.Text != "started background task "+res.Display.TaskID {
-		t.Fatalf("start %q: text %q, task id %q", command, res.Text, res.Display.TaskID)
+	id := rawOf(t, res).TaskID
+	if id == "" || res.Text != "started background task "+id {
+		t.Fatalf("start %q: text %q, task id %q", command, res.Text, id)
 	}
-	return res.Display.TaskID
+	return id
 }
 
 func TestOwnershipMatrix(t *testing.T) {
@@ -63,13 +64,13 @@ func TestOwnershipMatrix(t *testing.T) {
 						var res tools.Result
 						var want string
 						if tool == "bash_output" {
-							res = tb.output.Run(testCtx(t), call(c.caller, taskArgs(id)))
+							res = run(testCtx(t), tb.output, call(c.caller, taskArgs(id)))
 							want = "(no new output)\n[status: running]"
 							if ended {
 								want = "(no new output)\n[status: completed, exit code: 0]"
 							}
 						} else {
-							res = tb.kill.Run(testCtx(t), call(c.caller, taskArgs(id)))
+							res = run(testCtx(t), tb.kill, call(c.caller, taskArgs(id)))
 							want = "killed background task " + id
 							if ended {
 								want = "task " + id + " had already finished"
@@ -116,7 +117,7 @@ func TestTaskToolErrors(t *testing.T) {
 				if tool == "bash_kill" {
 					tl = tb.kill
 				}
-				res := tl.Run(testCtx(t), call(sessionA, string(args(t, map[string]any{"task_id": id}))))
+				res := run(testCtx(t), tl, call(sessionA, string(args(t, map[string]any{"task_id": id}))))
 				if !res.IsError || res.Text != tc.want {
 					t.Errorf("got %q (IsError %v), want %q as an error", res.Text, res.IsError, tc.want)
 				}
@@ -134,9 +135,9 @@ func TestFailedStart(t *testing.T) {
 	fake.startErr = errors.New("workdir /a/gone does not exist")
 	var log noticeLog
 	tb := newToolbox(t, bashtool.Options{Executor: fake, Notify: log.notify})
-	res := tb.bash.Run(testCtx(t), call(sessionA, `{"command":"x","description":"d","run_in_background":true}`))
-	if !res.IsError || res.Text != "Error: workdir /a/gone does not exist" || res.Display.TaskID != "bash-1" {
-		t.Fatalf("start: got %q (IsError %v, TaskID %q)", res.Text, res.IsError, res.Display.TaskID)
+	res := run(testCtx(t), tb.bash, call(sessionA, `{"command":"x","description":"d","run_in_background":true}`))
+	if !res.IsError || res.Text != "Error: workdir /a/gone does not exist" || rawOf(t, res).TaskID != "bash-1" {
+		t.Fatalf("start: got %q (IsError %v, TaskID %q)", res.Text, res.IsError, rawOf(t, res).TaskID)
 	}
 	steps := []struct {
 		tool    tools.Tool
@@ -150,7 +151,7 @@ func TestFailedStart(t *testing.T) {
 		{tool: tb.kill, caller: noCaller, want: "Error: task bash-1 belongs to another session", isError: true},
 	}
 	for i, s := range steps {
-		res := s.tool.Run(testCtx(t), call(s.caller, taskArgs("bash-1")))
+		res := run(testCtx(t), s.tool, call(s.caller, taskArgs("bash-1")))
 		if res.Text != s.want || res.IsError != s.isError {
 			t.Errorf("step %d (%s): got %q (IsError %v), want %q (IsError %v)", i, s.tool.Name(), res.Text, res.IsError, s.want, s.isError)
 		}
@@ -231,7 +232,7 @@ func TestBackgroundReads(t *testing.T) {
 				if s.do != nil {
 					s.do(fake, id)
 				}
-				res := tb.output.Run(testCtx(t), call(sessionA, taskArgs(id)))
+				res := run(testCtx(t), tb.output, call(sessionA, taskArgs(id)))
 				if res.IsError {
 					t.Fatalf("step %d: error %q", i, res.Text)
 				}
@@ -249,15 +250,15 @@ func TestKillTwice(t *testing.T) {
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
 	id := startTask(t, tb, sessionA, "sleep 100")
 	for i, want := range []string{"killed background task " + id, "task " + id + " had already finished"} {
-		res := tb.kill.Run(testCtx(t), call(sessionA, taskArgs(id)))
+		res := run(testCtx(t), tb.kill, call(sessionA, taskArgs(id)))
 		if res.IsError || res.Text != want {
 			t.Errorf("kill %d: got %q (IsError %v), want %q", i+1, res.Text, res.IsError, want)
 		}
-		if res.Display.Signal != "SIGTERM" || res.Display.TaskID != id {
-			t.Errorf("kill %d: display %+v", i+1, res.Display)
+		if raw := rawOf(t, res); raw.Signal != "SIGTERM" || raw.TaskID != id || !res.Failed {
+			t.Errorf("kill %d: raw output %+v, failed %v; want SIGTERM, %s, failed", i+1, raw, res.Failed, id)
 		}
 	}
-	res := tb.output.Run(testCtx(t), call(sessionA, taskArgs(id)))
+	res := run(testCtx(t), tb.output, call(sessionA, taskArgs(id)))
 	if want := "(no new output)\n[status: killed by SIGTERM]"; res.Text != want {
 		t.Errorf("output after kill: got %q, want %q", res.Text, want)
 	}
@@ -268,8 +269,8 @@ func TestBackgroundStartSpec(t *testing.T) {
 	fake := newFake()
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
 	c := call(sessionA, `{"command":"serve","description":"d","workdir":"web","run_in_background":true}`)
-	c.Live = func(string, []byte) { t.Error("a background task streamed into the call's Live func") }
-	res := tb.bash.Run(testCtx(t), c)
+	c.live = func(string, []byte) { t.Error("a background task streamed into the call's Live func") }
+	res := run(testCtx(t), tb.bash, c)
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)
 	}
@@ -279,9 +280,12 @@ func TestBackgroundStartSpec(t *testing.T) {
 	if spec.Command != "serve" || spec.Workdir != "/a/web" || spec.Owner != "A" || spec.Observe != nil {
 		t.Errorf("spec = %+v", spec)
 	}
-	want := tools.Display{Title: "serve", Kind: "execute", Description: "d", Cwd: "/a/web", TaskID: "bash-1"}
-	if diff := cmp.Diff(want, res.Display); diff != "" {
-		t.Errorf("display (-want +got):\n%s", diff)
+	want := bashtool.RawOutput{Cwd: "/a/web", TaskID: "bash-1"}
+	if diff := cmp.Diff(want, res.Raw); diff != "" {
+		t.Errorf("raw output (-want +got):\n%s", diff)
+	}
+	if res.Failed || res.Exit != nil || len(res.Notes) != 0 {
+		t.Errorf("a started task reads failed %v, exit %+v, notes %q", res.Failed, res.Exit, res.Notes)
 	}
 }
 
@@ -291,24 +295,37 @@ func TestTaskToolDisplay(t *testing.T) {
 		name string
 		tool int // 1 bash_output, 2 bash_kill
 		args string
-		want tools.Display
+		want tools.Call
+		// wantSkipped is the raw output of the call answered unrun.
+		wantSkipped bashtool.RawOutput
 	}{
 		{name: "output", tool: 1, args: `{"task_id":"bash-7"}`,
-			want: tools.Display{Title: "Read output from background task bash-7", Kind: "read", TaskID: "bash-7"}},
+			want:        tools.Call{Title: "Read output from background task bash-7", Kind: "read"},
+			wantSkipped: bashtool.RawOutput{TaskID: "bash-7", IsError: true}},
 		{name: "output malformed", tool: 1, args: `{"task_id":`,
-			want: tools.Display{Title: "Read output from background task", Kind: "read"}},
+			want: tools.Call{Title: "Read output from background task", Kind: "read"}, wantSkipped: bashtool.RawOutput{IsError: true}},
 		{name: "kill", tool: 2, args: `{"task_id":"bash-7"}`,
-			want: tools.Display{Title: "Kill background task bash-7", Kind: "other", TaskID: "bash-7"}},
+			want:        tools.Call{Title: "Kill background task bash-7", Kind: "other"},
+			wantSkipped: bashtool.RawOutput{TaskID: "bash-7", IsError: true}},
 		{name: "kill wrong type", tool: 2, args: `{"task_id":7}`,
-			want: tools.Display{Title: "Kill background task", Kind: "other"}},
+			want: tools.Call{Title: "Kill background task", Kind: "other"}, wantSkipped: bashtool.RawOutput{IsError: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tb := newToolbox(t, bashtool.Options{Executor: newFake()})
 			tl := []tools.Tool{tb.bash, tb.output, tb.kill}[tc.tool]
-			if diff := cmp.Diff(tc.want, tl.Describe(sessionA, []byte(tc.args))); diff != "" {
-				t.Errorf("Describe (-want +got):\n%s", diff)
+			p := tl.Prepare(sessionA, []byte(tc.args))
+			// The task tools never need approval: no subject.
+			if diff := cmp.Diff(tc.want, p.Call); diff != "" {
+				t.Errorf("Prepare (-want +got):\n%s", diff)
+			}
+			got := p.Skipped("Error: command aborted")
+			if !got.IsError || got.Text != "Error: command aborted" {
+				t.Errorf("skipped = %q (IsError %v)", got.Text, got.IsError)
+			}
+			if diff := cmp.Diff(tc.wantSkipped, got.Raw); diff != "" {
+				t.Errorf("skipped raw output (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -321,11 +338,13 @@ func TestOutputDisplay(t *testing.T) {
 	id := startTask(t, tb, sessionA, "serve")
 	fake.drop(id, executor.Stdout, 9, "/spill/o")
 	fake.finish(id, executor.Status{State: executor.Completed, ExitCode: 2})
-	res := tb.output.Run(testCtx(t), call(sessionA, taskArgs(id)))
-	want := tools.Display{Title: "Read output from background task " + id, Kind: "read", Cwd: "/a", ExitCode: intp(2),
-		Truncated: true, SpillPaths: []string{"/spill/o"}, TaskID: id}
-	if diff := cmp.Diff(want, res.Display); diff != "" {
-		t.Errorf("display (-want +got):\n%s", diff)
+	res := run(testCtx(t), tb.output, call(sessionA, taskArgs(id)))
+	want := bashtool.RawOutput{Cwd: "/a", ExitCode: intp(2), Truncated: true, SpillPaths: []string{"/spill/o"}, TaskID: id}
+	if diff := cmp.Diff(want, res.Raw); diff != "" {
+		t.Errorf("raw output (-want +got):\n%s", diff)
+	}
+	if !res.Failed || res.IsError {
+		t.Errorf("a read of a task that exited 2: failed %v, IsError %v; want failed, not an error", res.Failed, res.IsError)
 	}
 }
 

@@ -18,12 +18,17 @@ func pathOrUnavailable(p string) string {
 	return p
 }
 
+// truncationNote says where a truncated stream's full output is.
+func truncationNote(o executor.Output) string {
+	return "[output truncated; full output: " + pathOrUnavailable(o.SpillPath) + "]"
+}
+
 // withTruncationNote appends the truncation note to a stream's kept tail.
 func withTruncationNote(o executor.Output) string {
 	if !o.Truncated {
 		return o.Text
 	}
-	return o.Text + "\n[output truncated; full output: " + pathOrUnavailable(o.SpillPath) + "]"
+	return o.Text + "\n" + truncationNote(o)
 }
 
 // appendStderr adds the [stderr] section, separated by a newline only when
@@ -39,11 +44,18 @@ func appendStderr(b *strings.Builder, stderr string) {
 	b.WriteString(stderr)
 }
 
-// formatRun builds a foreground result's text exactly as tool-text.md does.
+// formatRun builds a foreground result's text exactly as tool-text.md does,
+// and beside it the notes: the lines of that text a terminal showing the
+// live output cannot show (where a truncated stream went, the timeout).
 // timeout is the effective timeout, used for the timed-out marker when the
 // executor's result does not carry one.
-func formatRun(r executor.Result, timeout time.Duration) string {
+func formatRun(r executor.Result, timeout time.Duration) (text string, notes []string) {
 	var b strings.Builder
+	for _, o := range []executor.Output{r.Stdout, r.Stderr} {
+		if o.Truncated {
+			notes = append(notes, truncationNote(o))
+		}
+	}
 	b.WriteString(withTruncationNote(r.Stdout))
 	appendStderr(&b, withTruncationNote(r.Stderr))
 	if b.Len() == 0 {
@@ -54,7 +66,9 @@ func formatRun(r executor.Result, timeout time.Duration) string {
 		if r.Timeout > 0 {
 			timeout = r.Timeout
 		}
-		markers = append(markers, fmt.Sprintf("[timed out after %dms]", timeout.Milliseconds()))
+		m := fmt.Sprintf("[timed out after %dms]", timeout.Milliseconds())
+		markers = append(markers, m)
+		notes = append(notes, m)
 	}
 	switch {
 	case r.Signal != "":
@@ -68,7 +82,7 @@ func formatRun(r executor.Result, timeout time.Duration) string {
 		}
 		b.WriteString(strings.Join(markers, "\n"))
 	}
-	return b.String()
+	return b.String(), notes
 }
 
 // formatRead builds bash_output's text: the unread output, a note when part
