@@ -246,3 +246,46 @@ func TestExecExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestExecLimitsAndNotes: --timeout and --max-timeout are one limits value:
+// the executor enforces the default the model's bash description names. What
+// a terminal cannot show — the timeout, where truncated output went — is
+// printed after the live output in the words the model reads, and so is the
+// exit.
+func TestExecLimitsAndNotes(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	script := writeScript(t,
+		`{"tool_calls":[{"name":"bash","arguments":{"command":"echo started; exec sleep 30","description":"Wait too long"}}]}`,
+		`{"tool_calls":[{"name":"bash","arguments":{"command":"head -c 40000 /dev/zero | tr '\\0' x; exit 3","description":"Print a lot"}}]}`,
+		`{"text":"done"}`)
+	record := filepath.Join(t.TempDir(), "requests.jsonl")
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"exec", "--script", script, "--script-record", record, "--yes", "--timeout", "300ms", "--max-timeout", "1s",
+		"--cwd", t.TempDir(), "go"}, nil, &out, &errb, noEnv)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"started\n",
+		"[timed out after 300ms]\n[killed by signal: SIGTERM]",
+		"[output truncated; full output: ",
+		"]\n[exit code: 3]",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\n--- output:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "[timed out]") || strings.Contains(got, "\n[full output: ") {
+		t.Errorf("output paraphrases the markers:\n%s", got)
+	}
+	sent, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sent), "defaults to 300ms") || !strings.Contains(string(sent), "cannot exceed 1000ms") {
+		t.Errorf("the bash description does not name the limits:\n%.2000s", sent)
+	}
+}
