@@ -42,7 +42,7 @@ type Spec struct {
 	// Command is run as `bash -c Command`.
 	Command string
 	// Workdir is the directory the command runs in. The tool layer sets it
-	// from the calling session before Resolve; empty means the executor's
+	// from the calling session; empty means the executor's
 	// configured default (else the process's cwd).
 	Workdir string
 	// Timeout bounds a foreground run. Zero means the configured default;
