@@ -1,0 +1,285 @@
+package mcptool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+)
+
+// Annotations are the server's hints about a tool. They are hints from a
+// server the user chose, not guarantees.
+type Annotations struct {
+	ReadOnly    bool
+	Destructive bool
+	OpenWorld   bool
+	Idempotent  bool
+}
+
+// ACP tool kinds an MCP tool maps to.
+const (
+	KindRead   = "read"
+	KindDelete = "delete"
+	KindFetch  = "fetch"
+	KindOther  = "other"
+)
+
+// Tool is one tool of one server of one session, under its model-facing
+// name. Values are immutable: a list_changed makes new ones.
+type Tool struct {
+	srv  *server
+	name string
+	def  toolDef
+	// missing: a name of this session's server that it does not offer now
+	// (see Servers.Lookup); a call is an error result naming the server.
+	missing bool
+}
+
+// Name is the model-facing name, mcp__<server>__<tool> or its reduced form.
+func (t *Tool) Name() string { return t.name }
+
+// Description is the server's description of the tool (its title if it
+// has none).
+func (t *Tool) Description() string { return t.def.description }
+
+// Schema is the server's input schema.
+func (t *Tool) Schema() json.RawMessage {
+	if t.def.schema == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return t.def.schema
+}
+
+// Server is the name of the tool's server, as configured.
+func (t *Tool) Server() string { return t.srv.cfg.Name }
+
+// ToolName is the tool's name on its server ("" for a missing tool).
+func (t *Tool) ToolName() string { return t.def.name }
+
+// ToolTitle is the server's human title for the tool, if any.
+func (t *Tool) ToolTitle() string { return t.def.title }
+
+// Annotations are the server's hints.
+func (t *Tool) Annotations() Annotations { return t.def.ann }
+
+// Kind maps the annotations to an ACP tool kind: read-only → read,
+// destructive → delete, open-world → fetch, else other. Read-only wins, as
+// a read-only tool cannot be destructive.
+func (t *Tool) Kind() string {
+	switch a := t.def.ann; {
+	case a.ReadOnly:
+		return KindRead
+	case a.Destructive:
+		return KindDelete
+	case a.OpenWorld:
+		return KindFetch
+	}
+	return KindOther
+}
+
+// Title is `<server>: <tool>` and, when there are arguments, a short
+// one-line summary of them: `fs: read_file (path: "/tmp/x", limit: 5)`.
+func (t *Tool) Title(args json.RawMessage) string {
+	tool := t.def.name
+	if tool == "" {
+		tool = t.name
+	}
+	title := t.srv.cfg.Name + ": " + tool
+	if s := argSummary(args); s != "" {
+		title += " (" + s + ")"
+	}
+	return title
+}
+
+// Outcome is the result of one call, independent of the tools package.
+type Outcome struct {
+	// Text is exactly what the model sees.
+	Text string
+	// IsError: the server flagged the result (isError), or the call failed
+	// (server unavailable, timeout, abort, protocol error).
+	IsError bool
+	// Structured is the result's structured content as JSON (the editor's
+	// rawOutput); nil when the server sent none.
+	Structured json.RawMessage
+	// Truncated: Text holds only the tail; SpillPath has all of it ("" if
+	// the file could not be written).
+	Truncated bool
+	SpillPath string
+}
+
+// errOutcome is an error result; the text follows tool-text.md's
+// `Error: <message>`.
+func errOutcome(msg string) Outcome {
+	return Outcome{Text: "Error: " + msg, IsError: true}
+}
+
+// Invoke calls the tool with the model's arguments (a JSON object; empty
+// means {}). It returns when the server answers, the call timeout passes,
+// ctx ends (the SDK then sends notifications/cancelled and the call returns
+// at once), or the server's connection breaks. Every failure is an error
+// Outcome; none is a Go error.
+func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
+	v := t.srv
+	if t.missing {
+		return t.missingOutcome()
+	}
+	var arguments map[string]any
+	if len(bytes.TrimSpace(args)) > 0 {
+		if err := json.Unmarshal(args, &arguments); err != nil || arguments == nil {
+			return errOutcome("invalid arguments: expected a JSON object")
+		}
+	}
+	cs, err := v.session()
+	if err != nil {
+		return errOutcome(err.Error())
+	}
+	timeout := v.s.opts.CallTimeout
+	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
+	defer cancel()
+	// Close cancels every call in flight.
+	stop := context.AfterFunc(v.s.ctx, cancel)
+	defer stop()
+
+	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: t.def.name, Arguments: arguments})
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return errOutcome("MCP tool call aborted")
+		case errors.Is(context.Cause(callCtx), errCallTimeout):
+			return errOutcome(fmt.Sprintf("MCP server %q did not answer within %dms", v.cfg.Name, timeout.Milliseconds()))
+		case v.s.ctx.Err() != nil:
+			return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, ErrClosed))
+		}
+		if errors.Is(err, mcp.ErrConnectionClosed) {
+			// The run goroutine is recording why; give it a moment so the
+			// model reads the cause, not only "connection closed".
+			v.waitGone(ctx, v.s.opts.KillGrace)
+			if _, serr := v.session(); serr != nil {
+				return errOutcome(serr.Error())
+			}
+		}
+		return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, err))
+	}
+	out := Outcome{Text: resultText(res), IsError: res.IsError, Structured: structured(res)}
+	return t.s().limit(out, t)
+}
+
+var errCallTimeout = errors.New("mcp call timeout")
+
+func (t *Tool) s() *Servers { return t.srv.s }
+
+func (t *Tool) missingOutcome() Outcome {
+	v := t.srv
+	if _, err := v.session(); err != nil {
+		return errOutcome(err.Error())
+	}
+	return errOutcome(fmt.Sprintf("MCP server %q has no tool named %q now", v.cfg.Name, t.name))
+}
+
+// limit keeps the last MaxResultBytes of a long text for the model and
+// writes the whole text to a spill file, noting it the way bash does.
+func (s *Servers) limit(o Outcome, t *Tool) Outcome {
+	max := s.opts.MaxResultBytes
+	if len(o.Text) <= max {
+		return o
+	}
+	path := ""
+	f, err := s.spillFile("mcp-" + sanitize(t.srv.cfg.Name))
+	if err == nil {
+		_, err = f.WriteString(o.Text)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = removeFile(f.Name())
+		} else {
+			path = f.Name()
+		}
+	}
+	if err != nil {
+		s.opts.Logger.Warn("mcp spill file unavailable", zap.String("mcp_server", t.srv.cfg.Name), zap.Error(err))
+	}
+	o.Truncated, o.SpillPath = true, path
+	o.Text = cutTail(o.Text, max) + "\n[output truncated; full output: " + pathOrUnavailable(path) + "]"
+	return o
+}
+
+func pathOrUnavailable(p string) string {
+	if p == "" {
+		return "(unavailable)"
+	}
+	return p
+}
+
+// Summary bounds.
+const (
+	maxSummaryRunes = 80
+	maxValueRunes   = 40
+)
+
+// argSummary renders the arguments object on one line, keys in the order
+// the model wrote them: strings quoted, numbers and booleans as they are,
+// objects and arrays as {…} and […]. Anything but an object yields "".
+func argSummary(args json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	var parts []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return ""
+		}
+		parts = append(parts, fmt.Sprintf("%v: %s", k, valueSummary(raw)))
+	}
+	return oneLine(strings.Join(parts, ", "), maxSummaryRunes)
+}
+
+func valueSummary(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '{':
+		return "{…}"
+	case '[':
+		return "[…]"
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return string(raw)
+		}
+		return `"` + oneLine(s, maxValueRunes) + `"`
+	}
+	return string(raw)
+}
+
+// oneLine replaces control characters with spaces and cuts s to max runes
+// with an ellipsis.
+func oneLine(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:max-1]), " ") + "…"
+}
