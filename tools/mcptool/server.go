@@ -114,19 +114,22 @@ func (v *server) run(dup error) {
 	timedOut := errors.Is(startCtx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
-		if timedOut {
-			err = fmt.Errorf("no answer within %s", v.s.opts.StartTimeout)
-		}
 		v.teardown(cs)
-		v.settle(FailedToStart, v.withExit(err))
+		if timedOut {
+			// Its exit status is our SIGTERM: only its stderr can help.
+			err = v.withExit(fmt.Errorf("no answer within %s", v.s.opts.StartTimeout), false)
+		} else {
+			err = v.withExit(err, true)
+		}
+		v.settle(FailedToStart, err)
 		return
 	}
 	v.mu.Lock()
 	v.state, v.cs, v.defs = Ready, cs, defs
 	v.mu.Unlock()
-	close(v.started)
 	v.log.Info("mcp server ready", zap.Int("tools", len(defs)))
 	v.s.rebuild()
+	close(v.started)
 	v.changed()
 
 	ended := make(chan error, 1)
@@ -145,7 +148,7 @@ func (v *server) run(dup error) {
 				err = errors.New("connection closed")
 			}
 			v.teardown(cs)
-			v.settle(Died, v.withExit(err))
+			v.settle(Died, v.withExit(err, true))
 			return
 		case <-v.s.ctx.Done():
 			v.teardown(cs)
@@ -285,8 +288,8 @@ func (v *server) teardown(cs *mcp.ClientSession) {
 }
 
 // withExit adds to err what the process said when it ended: its exit
-// status and the last lines of its stderr.
-func (v *server) withExit(err error) error {
+// status (when status is set) and the last lines of its stderr.
+func (v *server) withExit(err error, status bool) error {
 	v.mu.Lock()
 	p := v.proc
 	v.mu.Unlock()
@@ -294,7 +297,7 @@ func (v *server) withExit(err error) error {
 		return err
 	}
 	var parts []string
-	if werr, ok := p.exitErr(); ok {
+	if werr, ok := p.exitErr(); ok && status {
 		var ee *exec.ExitError
 		if errors.As(werr, &ee) && !strings.Contains(err.Error(), ee.Error()) {
 			parts = append(parts, ee.Error())

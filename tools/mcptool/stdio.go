@@ -224,7 +224,7 @@ func (p *stdioProc) exitErr() (error, bool) {
 func (p *stdioProc) stderrTail() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return strings.Join(p.tail, "\n")
+	return strings.Join(p.tail, " / ")
 }
 
 // terminate sends SIGTERM to the group (and SIGCONT, so a stopped member

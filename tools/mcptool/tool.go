@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 )
@@ -157,9 +158,11 @@ func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
 		case v.s.ctx.Err() != nil:
 			return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, ErrClosed))
 		}
-		if errors.Is(err, mcp.ErrConnectionClosed) {
-			// The run goroutine is recording why; give it a moment so the
-			// model reads the cause, not only "connection closed".
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			// Not an answer from the server but a broken transport: the
+			// run goroutine may be recording why (an exit status); give it
+			// a moment so the model reads the cause, not only "EOF".
 			v.waitGone(ctx, v.s.opts.KillGrace)
 			if _, serr := v.session(); serr != nil {
 				return errOutcome(serr.Error())

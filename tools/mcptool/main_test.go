@@ -1,0 +1,249 @@
+package mcptool_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/tools/mcptool"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(modeEnv); mode != "" {
+		os.Exit(childMain(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// events is a log of strings a test can wait on without sleeping.
+type events struct {
+	mu      sync.Mutex
+	seen    []string
+	changed chan struct{}
+}
+
+func newEvents() *events { return &events{changed: make(chan struct{})} }
+
+func (e *events) add(s string) {
+	e.mu.Lock()
+	e.seen = append(e.seen, s)
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.mu.Unlock()
+}
+
+func (e *events) all() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.seen...)
+}
+
+// wait returns the first event containing sub, waiting for it.
+func (e *events) wait(ctx context.Context, t *testing.T, sub string) string {
+	t.Helper()
+	for {
+		e.mu.Lock()
+		for _, s := range e.seen {
+			if strings.Contains(s, sub) {
+				e.mu.Unlock()
+				return s
+			}
+		}
+		ch := e.changed
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %q; saw %q", sub, e.all())
+		}
+	}
+}
+
+func (e *events) count(sub string) int {
+	n := 0
+	for _, s := range e.all() {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// lineCore forwards every logged stderr line of a stdio server to events.
+type lineCore struct{ ev *events }
+
+func (c lineCore) Enabled(zapcore.Level) bool        { return true }
+func (c lineCore) With([]zapcore.Field) zapcore.Core { return c }
+func (c lineCore) Sync() error                       { return nil }
+func (c lineCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(e, c)
+}
+func (c lineCore) Write(_ zapcore.Entry, fs []zapcore.Field) error {
+	for _, f := range fs {
+		if f.Key == "line" {
+			c.ev.add("stderr: " + f.String)
+		}
+	}
+	return nil
+}
+
+// harness collects what a Servers reports.
+type harness struct {
+	s       *mcptool.Servers
+	lines   *events // stderr lines of stdio servers
+	notices *events // Notice.Message()s
+	changes *events // "changed" per OnToolsChanged
+	groups  *events // "start <pgid>" / "end <pgid>"
+}
+
+func start(t *testing.T, list []mcptool.ServerConfig, opts mcptool.Options) *harness {
+	t.Helper()
+	h := &harness{lines: newEvents(), notices: newEvents(), changes: newEvents(), groups: newEvents()}
+	opts.Logger = zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), lineCore{h.lines}))
+	if opts.Cwd == "" {
+		opts.Cwd = t.TempDir()
+	}
+	if opts.SpillDir == "" {
+		opts.SpillDir = t.TempDir()
+	}
+	if opts.KillGrace == 0 {
+		opts.KillGrace = 500 * time.Millisecond
+	}
+	opts.OnNotice = func(n mcptool.Notice) { h.notices.add(n.Message()) }
+	opts.OnToolsChanged = func() { h.changes.add("changed") }
+	opts.OnGroup = func(pgid int, started bool) {
+		if started {
+			h.groups.add("start " + strconv.Itoa(pgid))
+		} else {
+			h.groups.add("end " + strconv.Itoa(pgid))
+		}
+	}
+	s, err := mcptool.Start(list, opts)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	h.s = s
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return h
+}
+
+// started waits for every server to settle.
+func (h *harness) started(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if err := h.s.WaitStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) tool(t *testing.T, name string) *mcptool.Tool {
+	t.Helper()
+	tl, ok := h.s.Lookup(name)
+	if !ok {
+		t.Fatalf("no tool %q; have %v", name, names(h.s.Tools()))
+	}
+	return tl
+}
+
+func names(ts []*mcptool.Tool) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name())
+	}
+	return out
+}
+
+// stdio is a server config re-executing the test binary in mode.
+func stdio(t *testing.T, name, mode string, env ...mcptool.NameValue) mcptool.ServerConfig {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mcptool.ServerConfig{
+		Name: name, Transport: mcptool.TransportStdio, Command: self,
+		Env: append([]mcptool.NameValue{{Name: modeEnv, Value: mode}}, env...),
+	}
+}
+
+// httpServer serves the test server over streamable HTTP on 127.0.0.1. Its
+// events (slow started, saw cancel) and the Authorization header of every
+// request are recorded.
+func httpServer(t *testing.T) (url string, ev *events) {
+	t.Helper()
+	ev = newEvents()
+	srv := newTestServer(hooks{event: ev.add})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := r.Header.Get("Authorization"); a != "" {
+			ev.add("auth: " + a)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, ev
+}
+
+// processGone reports that pid no longer runs: kill(pid, 0) says ESRCH, or
+// it is a zombie nobody reaps (in this sandbox PID 1 does not reap orphans).
+func processGone(pid int) bool {
+	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := bytes.Fields(b[i+1:])
+	return len(f) > 0 && (string(f[0]) == "Z" || string(f[0]) == "X")
+}
+
+// groupGone reports that no live process is in group pgid.
+func groupGone(pgid int) bool {
+	if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := bytes.Fields(b[i+1:])
+		if len(f) >= 3 && string(f[2]) == strconv.Itoa(pgid) && !processGone(pid) {
+			return false
+		}
+	}
+	return true
+}
