@@ -20,6 +20,7 @@ var forbidden = map[string][]string{
 	"executor":           {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools"},
 	"tools":              {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
 	"tools/bashtool":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
+	"tools/mcptool":      {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission"},
 	"permission":         {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor"},
 	"agent":              {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
 	"agent/openai":       {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},

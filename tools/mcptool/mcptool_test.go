@@ -295,6 +295,9 @@ func TestStartTimeout(t *testing.T) {
 	if got := names(h.s.Tools()); len(got) != len(wantTools) || !strings.HasPrefix(got[0], "mcp__quick__") {
 		t.Errorf("tools while sleepy starts: %v", got)
 	}
+	if st := h.s.Status()[0]; st.State != mcptool.Starting || st.Pgid == 0 {
+		t.Errorf("sleepy while quick is ready: %+v", st)
+	}
 	n := h.notices.wait(ctx, t, `"sleepy"`)
 	if n != `MCP server "sleepy" failed to start: no answer within 2s (stderr: event: sleeping)` {
 		t.Errorf("notice = %q", n)

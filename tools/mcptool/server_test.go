@@ -104,7 +104,9 @@ func newTestServer(h hooks) *mcp.Server {
 	srv.AddTool(&mcp.Tool{Name: "add_tool", Description: "Adds tool extra.", InputSchema: obj("")},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			srv.AddTool(&mcp.Tool{Name: "extra", Description: "Added later.", InputSchema: obj("")},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("extra ran"), nil })
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return text("extra ran"), nil
+				})
 			return text("added"), nil
 		})
 	srv.AddTool(&mcp.Tool{Name: "env", Description: "The environment.", InputSchema: obj("")},
