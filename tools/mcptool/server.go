@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -430,9 +429,4 @@ func (v *server) waitGone(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-// known reports whether the server lists a tool of that name now.
-func (v *server) known(name string) bool {
-	return slices.ContainsFunc(v.currentDefs(), func(d toolDef) bool { return d.name == name })
 }

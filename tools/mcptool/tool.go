@@ -171,12 +171,10 @@ func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
 		return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, err))
 	}
 	out := Outcome{Text: resultText(res), IsError: res.IsError, Structured: structured(res)}
-	return t.s().limit(out, t)
+	return v.s.limit(out, t)
 }
 
 var errCallTimeout = errors.New("mcp call timeout")
-
-func (t *Tool) s() *Servers { return t.srv.s }
 
 func (t *Tool) missingOutcome() Outcome {
 	v := t.srv
