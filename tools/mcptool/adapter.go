@@ -9,24 +9,43 @@ import (
 )
 
 // This file is the only one that knows the tools package: it adapts a Tool
-// (Title, Kind, Invoke) to tools.Tool.
+// (Title, Kind, ApprovalKey, Invoke) to tools.Tool.
 
 var _ tools.Tool = (*Tool)(nil)
 
-// Describe is the editor's presentation of a call before it runs.
-func (t *Tool) Describe(_ tools.Caller, args json.RawMessage) tools.Display {
-	return tools.Display{Title: t.Title(args), Kind: t.Kind()}
+// Prepare describes a call for the editor and the approver and returns its
+// run. The subject is always the tool's key, read-only or not: whether a
+// read-only tool may skip the question (--allow-mcp-readonly) is the
+// approver's policy, and deny rules must see every call.
+func (t *Tool) Prepare(_ tools.Caller, args json.RawMessage) tools.Prepared {
+	args = append(json.RawMessage(nil), args...)
+	return tools.Prepared{
+		Call: tools.Call{
+			Title:   t.Title(args),
+			Kind:    tools.Kind(t.Kind()),
+			Subject: tools.Key(t.ApprovalKey()),
+		},
+		Run: func(ctx context.Context, _ tools.Live) tools.Result {
+			return toResult(t.Invoke(ctx, args))
+		},
+	}
 }
 
-// Run calls the tool; see Invoke.
-func (t *Tool) Run(ctx context.Context, call tools.Call) tools.Result {
-	o := t.Invoke(ctx, call.Args)
-	d := t.Describe(call.Caller, call.Args)
-	d.Truncated = o.Truncated
-	if o.SpillPath != "" {
-		d.SpillPaths = []string{o.SpillPath}
+// toResult maps an Outcome: rawOutput is the structured content when the
+// server sent one, else (for an error) tools.ErrorOutput; the truncation
+// note is the one note.
+func toResult(o Outcome) tools.Result {
+	r := tools.Result{Text: o.Text, IsError: o.IsError}
+	switch {
+	case o.Structured != nil:
+		r.Raw = o.Structured
+	case o.IsError:
+		r.Raw = tools.ErrorOutput{IsError: true}
 	}
-	return tools.Result{Text: o.Text, IsError: o.IsError, Display: d}
+	if o.Truncated {
+		r.Notes = []string{truncationNote(o.SpillPath)}
+	}
+	return r
 }
 
 func removeFile(p string) error { return os.Remove(p) }

@@ -28,7 +28,7 @@ func prefixed(server string, ts ...string) []string {
 
 func run(ctx context.Context, t *testing.T, tl tools.Tool, args string) tools.Result {
 	t.Helper()
-	return tl.Run(ctx, tools.Call{Caller: tools.Caller{SessionID: "s1"}, Args: json.RawMessage(args)})
+	return tl.Prepare(tools.Caller{SessionID: "s1"}, json.RawMessage(args)).Run(ctx, nil)
 }
 
 // TestListAndCall covers both transports: the tool list with the server's
@@ -61,15 +61,18 @@ func TestListAndCall(t *testing.T) {
 			if err := json.Unmarshal(echo.Schema(), &schema); err != nil || schema["type"] != "object" {
 				t.Errorf("schema %s: %v", echo.Schema(), err)
 			}
-			r := run(ctx, t, echo, `{"text":"hi"}`)
-			if r.Text != "echo: hi" || r.IsError {
+			p := echo.Prepare(tools.Caller{SessionID: "s1"}, json.RawMessage(`{"text":"hi"}`))
+			want := tools.Call{Title: tc.cfg.Name + `: echo (text: "hi")`, Kind: tools.KindRead,
+				Subject: tools.Key("mcp:" + tc.cfg.Name + "/echo")}
+			if p.Call != want {
+				t.Errorf("call = %+v, want %+v", p.Call, want)
+			}
+			r := p.Run(ctx, nil)
+			if r.Text != "echo: hi" || r.IsError || r.Raw != nil || r.Notes != nil {
 				t.Errorf("echo = %+v", r)
 			}
-			if r.Display.Title != tc.cfg.Name+`: echo (text: "hi")` || r.Display.Kind != "read" {
-				t.Errorf("display = %+v", r.Display)
-			}
 			r = run(ctx, t, h.tool(t, "mcp__"+tc.cfg.Name+"__fail"), `{}`)
-			if r.Text != "Error: boom" || !r.IsError {
+			if r.Text != "Error: boom" || !r.IsError || r.Raw != (tools.ErrorOutput{IsError: true}) {
 				t.Errorf("fail = %+v", r)
 			}
 			// An object schema without properties gains an empty one.
@@ -126,6 +129,10 @@ func TestResultConversion(t *testing.T) {
 	if string(o.Structured) != `{"items":[1,2]}` {
 		t.Errorf("rich structured = %s", o.Structured)
 	}
+	r := run(ctx, t, h.tool(t, "mcp__r__rich"), `{}`)
+	if raw, err := json.Marshal(r.Raw); err != nil || string(raw) != `{"items":[1,2]}` {
+		t.Errorf("rich raw output = %s (%v)", raw, err)
+	}
 
 	// The SDK server mirrors structured content into a text block; the
 	// model gets it once.
@@ -144,8 +151,8 @@ func TestSpill(t *testing.T) {
 	big := h.tool(t, "mcp__b__big")
 
 	r := run(ctx, t, big, `{"n":32000}`)
-	if len(r.Text) != 32000 || r.Display.Truncated {
-		t.Errorf("32000 bytes: len %d truncated %v", len(r.Text), r.Display.Truncated)
+	if len(r.Text) != 32000 || r.Notes != nil {
+		t.Errorf("32000 bytes: len %d notes %q", len(r.Text), r.Notes)
 	}
 
 	o := big.Invoke(ctx, json.RawMessage(`{"n":50000}`))
@@ -162,6 +169,10 @@ func TestSpill(t *testing.T) {
 	note := "\n[output truncated; full output: " + o.SpillPath + "]"
 	if !strings.HasSuffix(o.Text, note) || strings.TrimSuffix(o.Text, note) != string(full[50000-32000:]) {
 		t.Errorf("text is not the tail plus the note: ...%q", o.Text[len(o.Text)-120:])
+	}
+	r = run(ctx, t, big, `{"n":50000}`)
+	if len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "[output truncated; full output: ") || !strings.HasSuffix(r.Text, "\n"+r.Notes[0]) {
+		t.Errorf("notes = %q", r.Notes)
 	}
 	fi, _ := os.Stat(o.SpillPath)
 	di, _ := os.Stat(filepath.Dir(o.SpillPath))
@@ -497,5 +508,28 @@ func TestStartNeedsCwd(t *testing.T) {
 	_, err := mcptool.Start([]mcptool.ServerConfig{{Name: "x", Transport: mcptool.TransportStdio, Command: "true"}}, mcptool.Options{Cwd: "rel"})
 	if err == nil {
 		t.Fatal("relative cwd accepted")
+	}
+}
+
+// TestCloseDuringCall: Close does not wait for a call in flight; the call
+// ends with an error naming the server.
+func TestCloseDuringCall(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 30*time.Second)
+	h := start(t, []mcptool.ServerConfig{stdio(t, "c", "serve")}, mcptool.Options{})
+	h.started(ctx, t)
+	done := make(chan tools.Result, 1)
+	go func() { done <- run(ctx, t, h.tool(t, "mcp__c__slow"), `{}`) }()
+	h.lines.wait(ctx, t, "slow started")
+	if err := h.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if !r.IsError || !strings.Contains(r.Text, `MCP server "c"`) {
+			t.Errorf("call = %+v", r)
+		}
+	case <-ctx.Done():
+		t.Fatal("call outlived Close")
 	}
 }

@@ -99,6 +99,17 @@ func (t *Tool) Title(args json.RawMessage) string {
 	return title
 }
 
+// ApprovalKey is what --allow/--deny patterns and "always" name:
+// mcp:<server>/<tool>, with the names as the server and the editor spell
+// them (for a missing tool, the model-facing name stands in for the tool).
+func (t *Tool) ApprovalKey() string {
+	tool := t.def.name
+	if tool == "" {
+		tool = t.name
+	}
+	return "mcp:" + t.srv.cfg.Name + "/" + tool
+}
+
 // Outcome is the result of one call, independent of the tools package.
 type Outcome struct {
 	// Text is exactly what the model sees.
@@ -208,15 +219,16 @@ func (s *Servers) limit(o Outcome, t *Tool) Outcome {
 		s.opts.Logger.Warn("mcp spill file unavailable", zap.String("mcp_server", t.srv.cfg.Name), zap.Error(err))
 	}
 	o.Truncated, o.SpillPath = true, path
-	o.Text = cutTail(o.Text, max) + "\n[output truncated; full output: " + pathOrUnavailable(path) + "]"
+	o.Text = cutTail(o.Text, max) + "\n" + truncationNote(path)
 	return o
 }
 
-func pathOrUnavailable(p string) string {
-	if p == "" {
-		return "(unavailable)"
+// truncationNote is the line that names the spill file, as bash's.
+func truncationNote(path string) string {
+	if path == "" {
+		path = "(unavailable)"
 	}
-	return p
+	return "[output truncated; full output: " + path + "]"
 }
 
 // Summary bounds.
