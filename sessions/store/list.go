@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // PageSize is how many sessions a page of List holds when the caller does
@@ -76,13 +77,14 @@ func (s *Store) List(opts ListOptions) (Page, error) {
 		wantCwd = filepath.Clean(opts.Cwd)
 	}
 
-	des, err := os.ReadDir(s.sessionsDir())
+	des, err := readDir(s.sessionsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return Page{}, nil
 	}
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
+	buf := make([]byte, 4096)
 	metas := make(map[string]bool, len(des)/2)
 	for _, de := range des {
 		if id, ok := strings.CutSuffix(de.Name(), ".meta.json"); ok {
@@ -95,7 +97,7 @@ func (s *Store) List(opts ListOptions) (Page, error) {
 		if !ok || !validID(id) {
 			continue
 		}
-		info, ok := s.info(id, metas[id])
+		info, ok := s.info(id, metas[id], &buf)
 		if !ok {
 			continue
 		}
@@ -128,17 +130,20 @@ func newer(a, b Info) bool {
 
 // info reads what List shows of one session; false means skip it (the
 // reason is logged).
-func (s *Store) info(id string, hasMeta bool) (Info, bool) {
-	log := s.log.With(zap.String("session", id))
+func (s *Store) info(id string, hasMeta bool, buf *[]byte) (Info, bool) {
+	// Not s.log.With: a logger per session listed costs more than the read.
+	log := func(msg string, fields ...zap.Field) {
+		s.log.Warn(msg, append(fields, zap.String("session", id))...)
+	}
 	if hasMeta {
-		data, err := os.ReadFile(s.metaPath(id))
+		data, err := readSmall(s.metaPath(id), buf)
 		var m meta
 		if err == nil {
 			err = json.Unmarshal(data, &m)
 		}
 		switch {
 		case err == nil && m.Format == Format && m.Version > Version:
-			log.Warn("store: session of a newer format version skipped", zap.Int("version", m.Version))
+			log("store: session of a newer format version skipped", zap.Int("version", m.Version))
 			return Info{}, false
 		case err == nil && m.Format == Format && m.Version >= 1 && m.ID == id:
 			return Info{ID: id, Cwd: m.Cwd, Title: m.Title, Created: m.Created, Updated: m.Updated}, true
@@ -148,7 +153,7 @@ func (s *Store) info(id string, hasMeta bool) (Info, bool) {
 	f, err := os.Open(s.logPath(id))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) { // deleted meanwhile is no news
-			log.Warn("store: unreadable session file skipped", zap.Error(err))
+			log("store: unreadable session file skipped", zap.Error(err))
 		}
 		return Info{}, false
 	}
@@ -162,12 +167,12 @@ func (s *Store) info(id string, hasMeta bool) (Info, bool) {
 		err = ErrForeign
 	}
 	if err != nil {
-		log.Warn("store: file skipped", zap.String("path", f.Name()), zap.Error(err))
+		log("store: file skipped", zap.String("path", f.Name()), zap.Error(err))
 		return Info{}, false
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		log.Warn("store: unreadable session file skipped", zap.Error(err))
+		log("store: unreadable session file skipped", zap.Error(err))
 		return Info{}, false
 	}
 	// No title without the sidecar: it would take the whole log. The next
@@ -216,4 +221,48 @@ func (c cursor) before(info Info) bool {
 		return u < c.updated
 	}
 	return info.ID > c.id
+}
+
+// readDir lists dir unsorted (List sorts by time; os.ReadDir's sort by name
+// would be wasted).
+func readDir(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// readSmall reads a small file into *buf (grown as needed) in three system
+// calls: List does this once per session, and os.ReadFile's stat, extra
+// read and poller registration were most of List's time.
+func readSmall(path string, buf *[]byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for errors.Is(err, unix.EINTR) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	b := *buf
+	n := 0
+	for {
+		if n == len(b) {
+			b = append(b, make([]byte, len(b))...)
+			*buf = b
+		}
+		m, err := unix.Read(fd, b[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 || n+m < len(b) {
+			return b[:n+m], nil
+		}
+		n += m
+	}
 }
