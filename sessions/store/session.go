@@ -499,6 +499,7 @@ func (s *Store) delete(id string) error {
 	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	os.Remove(s.metaPath(id) + ".tmp") // left by a writer killed mid-rename, if any
 	if err := os.Remove(path); err != nil {
 		return err
 	}
