@@ -26,6 +26,7 @@ var forbidden = map[string][]string{
 	"agent/openai":       {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
 	"agent/scripted":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
 	"sessions":           {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool"},
+	"sessions/store":     {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
 	"acp":                {module + "executor", module + "tools/bashtool", module + "cmd/"},
 	"internal/logbridge": {module + "acp", module + "agent"},
 }

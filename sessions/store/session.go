@@ -1,0 +1,530 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// maxHeader bounds how much of a file is read to find its header line.
+const maxHeader = 64 << 10
+
+// Session is a stored session held open, and locked, by this process: the
+// only way to append to it. Safe for concurrent use.
+//
+// Appends are buffered; Sync makes them durable and is what the caller does
+// at every turn boundary (end of a prompt, a config change, a close). A
+// process killed between two Syncs loses the entries since the last one, and
+// at most leaves a torn last line, which the next Open drops.
+type Session struct {
+	store   *Store
+	id      string
+	header  Header
+	entries []Entry
+
+	// mu guards everything below.
+	mu sync.Mutex
+	f  *os.File
+	// buf holds the lines appended since they were last written to f.
+	buf []byte
+	// size is where the last complete line written to f ends: what f is
+	// truncated back to when a write fails half way.
+	size int64
+	// unsynced: bytes were written to f since its last fsync.
+	unsynced bool
+	seq      int64
+	meta     meta
+	// metaDirty: meta changed since the sidecar was last written.
+	metaDirty bool
+	closed    bool
+}
+
+// meta is the sidecar of a session: what List shows, without the log.
+type meta struct {
+	Format  string    `json:"format"`
+	Version int       `json:"version"`
+	ID      string    `json:"id"`
+	Cwd     string    `json:"cwd"`
+	Title   string    `json:"title,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Create stores a new session with this id and cwd and returns it open.
+// The header is durable when Create returns. An id already stored is
+// ErrExists; one that cannot name a file is ErrBadID.
+func (s *Store) Create(id, cwd string) (*Session, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("create session %q: %w", id, ErrBadID)
+	}
+	if cwd == "" {
+		return nil, fmt.Errorf("create session %s: no cwd", id)
+	}
+	if err := s.ensureDirs(); err != nil {
+		return nil, err
+	}
+	if !s.reserve(id) {
+		return nil, fmt.Errorf("create session %s: %w", id, ErrExists)
+	}
+	sess, err := s.create(id, cwd)
+	if err != nil {
+		s.release(id)
+		return nil, fmt.Errorf("create session %s: %w", id, err)
+	}
+	return sess, nil
+}
+
+func (s *Store) create(id, cwd string) (*Session, error) {
+	path := s.logPath(id)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil, ErrExists
+	}
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+		}
+	}()
+	if err := flock(f, false); err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	h := Header{Format: Format, Version: Version, ID: id, Cwd: cwd, Created: now}
+	line, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	line = append(line, '\n')
+	if _, err := f.Write(line); err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	sess := &Session{
+		store:  s,
+		id:     id,
+		header: h,
+		f:      f,
+		size:   int64(len(line)),
+		meta:   meta{Format: Format, Version: Version, ID: id, Cwd: cwd, Created: now, Updated: now},
+	}
+	if err := sess.writeMeta(); err != nil {
+		return nil, err
+	}
+	if err := syncDir(s.sessionsDir()); err != nil {
+		return nil, err
+	}
+	ok = true
+	return sess, nil
+}
+
+// Open locks the stored session id and reads it; its entries are then in
+// Entries and State, and Append continues it. A session live in another
+// process is ErrLocked; one already open through this Store is ErrOpen (use
+// the *Session you have); an unknown id is ErrNotFound; a file that is not
+// ours or is newer is ErrForeign or ErrNewerVersion and is left untouched.
+//
+// A torn last line (the writer was killed mid-write) is dropped with a
+// warning and cut off the file, so that the next append starts a clean
+// line. Lines that do not parse and entries of unknown kinds are skipped
+// with a warning. Neither fails the load.
+func (s *Store) Open(id string) (*Session, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("open session %q: %w", id, ErrNotFound)
+	}
+	if !s.reserve(id) {
+		return nil, fmt.Errorf("open session %s: %w", id, ErrOpen)
+	}
+	sess, err := s.openLocked(id)
+	if err != nil {
+		s.release(id)
+		return nil, fmt.Errorf("open session %s: %w", id, err)
+	}
+	return sess, nil
+}
+
+func (s *Store) openLocked(id string) (*Session, error) {
+	f, err := os.OpenFile(s.logPath(id), os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+		}
+	}()
+	if err := flock(f, false); err != nil {
+		return nil, err
+	}
+	if same, err := sameFile(f); err != nil {
+		return nil, err
+	} else if !same {
+		return nil, ErrNotFound // deleted while we took the lock
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, fi.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	sess := &Session{store: s, id: id, f: f}
+	if err := sess.load(data); err != nil {
+		return nil, err
+	}
+	if sess.size < int64(len(data)) {
+		// Cut the torn tail so the next line does not glue onto it. Ours to
+		// cut: the header is ours and we hold the lock.
+		if err := f.Truncate(sess.size); err != nil {
+			return nil, fmt.Errorf("cut torn tail: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	// The sidecar may be missing or behind (killed before a Sync wrote it).
+	if err := sess.writeMeta(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return sess, nil
+}
+
+// parseHeader reads a header line; not ours is ErrForeign, newer is
+// ErrNewerVersion.
+func parseHeader(line []byte) (Header, error) {
+	var h Header
+	if err := json.Unmarshal(line, &h); err != nil || h.Format != Format || h.Version < 1 || h.ID == "" {
+		return Header{}, ErrForeign
+	}
+	if h.Version > Version {
+		return Header{}, fmt.Errorf("%w %d (this dsh-acp reads up to %d)", ErrNewerVersion, h.Version, Version)
+	}
+	return h, nil
+}
+
+// load parses a whole session file into sess.
+func (sess *Session) load(data []byte) error {
+	log := sess.store.log.With(zap.String("session", sess.id))
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return ErrForeign
+	}
+	h, err := parseHeader(data[:nl])
+	if err != nil {
+		return err
+	}
+	if h.ID != sess.id {
+		return fmt.Errorf("%w: header names session %q", ErrForeign, h.ID)
+	}
+	sess.header = h
+	sess.meta = meta{Format: Format, Version: Version, ID: h.ID, Cwd: h.Cwd, Created: h.Created, Updated: h.Created}
+	off := nl + 1
+	sess.size = int64(off)
+	for lineNo := 2; off < len(data); lineNo++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			log.Warn("store: torn last line ignored", zap.Int("line", lineNo), zap.Int("bytes", len(data)-off))
+			break
+		}
+		line := data[off : off+end]
+		off += end + 1
+		sess.size = int64(off)
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			log.Warn("store: unreadable line skipped", zap.Int("line", lineNo), zap.Error(err))
+			continue
+		}
+		if e.Seq > sess.seq {
+			sess.seq = e.Seq
+		}
+		if newPayload(e.Kind) == nil {
+			log.Warn("store: entry of unknown kind skipped", zap.Int("line", lineNo), zap.String("kind", string(e.Kind)))
+			continue
+		}
+		sess.entries = append(sess.entries, e)
+		sess.noteMeta(e.Kind, e.Data, e.Time)
+	}
+	return nil
+}
+
+// noteMeta keeps the sidecar's fields up to date with an entry.
+func (sess *Session) noteMeta(k Kind, data []byte, t time.Time) {
+	switch k {
+	case KindTitle:
+		var p Title
+		if json.Unmarshal(data, &p) == nil {
+			sess.meta.Title = p.Title
+		}
+	case KindCwd:
+		var p Cwd
+		if json.Unmarshal(data, &p) == nil && p.Cwd != "" {
+			sess.meta.Cwd = p.Cwd
+		}
+	}
+	if t.After(sess.meta.Updated) {
+		sess.meta.Updated = t
+	}
+	sess.metaDirty = true
+}
+
+// ID returns the session's id.
+func (sess *Session) ID() string { return sess.id }
+
+// Header returns the session's header.
+func (sess *Session) Header() Header { return sess.header }
+
+// Entries returns the entries read by Open, in order (nil after Create).
+// Entries appended since are not included. The slice is shared: do not
+// modify it.
+func (sess *Session) Entries() []Entry { return sess.entries }
+
+// State folds the header and the entries read by Open (see Fold).
+func (sess *Session) State() State { return Fold(sess.header, sess.entries) }
+
+// Append adds an entry and returns its Seq. It is buffered (written through
+// once FlushBytes are waiting); call Sync to make it durable. An error from
+// a write-through leaves the entry buffered, for Sync to retry. p must not
+// hold secrets: the store writes what it is given.
+func (sess *Session) Append(p Payload) (int64, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return 0, fmt.Errorf("append %s: %w", p.Kind(), err)
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.closed {
+		return 0, ErrClosed
+	}
+	t := sess.store.now().UTC()
+	sess.seq++
+	// Built by hand: a second json.Marshal of the envelope would re-scan
+	// data to compact it, and this is on every turn's path.
+	b := sess.buf
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, sess.seq, 10)
+	b = append(b, `,"kind":`...)
+	b = strconv.AppendQuote(b, string(p.Kind()))
+	b = append(b, `,"time":"`...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	b = append(b, data...)
+	b = append(b, "}\n"...)
+	sess.buf = b
+	sess.noteMeta(p.Kind(), data, t)
+	if len(sess.buf) >= sess.store.flushBytes {
+		// A failed write-through keeps the entry buffered; Sync retries it.
+		if err := sess.writeBuf(); err != nil {
+			return sess.seq, err
+		}
+	}
+	return sess.seq, nil
+}
+
+// writeBuf writes the buffered lines to the file. On a short write the file
+// is cut back to its last complete line and the lines stay buffered.
+func (sess *Session) writeBuf() error {
+	if len(sess.buf) == 0 {
+		return nil
+	}
+	n, err := sess.f.Write(sess.buf)
+	if err != nil {
+		if n > 0 {
+			if terr := sess.f.Truncate(sess.size); terr != nil {
+				return fmt.Errorf("write session %s: %w (and cut back: %v)", sess.id, err, terr)
+			}
+		}
+		return fmt.Errorf("write session %s: %w", sess.id, err)
+	}
+	sess.size += int64(n)
+	sess.buf = sess.buf[:0]
+	sess.unsynced = true
+	return nil
+}
+
+// Sync writes the buffered entries and fsyncs the file, then refreshes the
+// sidecar List reads. Call it at every turn boundary. Nothing buffered is a
+// no-op.
+func (sess *Session) Sync() error {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.closed {
+		return ErrClosed
+	}
+	return sess.sync()
+}
+
+func (sess *Session) sync() error {
+	if err := sess.writeBuf(); err != nil {
+		return err
+	}
+	if sess.unsynced {
+		if err := sess.f.Sync(); err != nil {
+			return fmt.Errorf("sync session %s: %w", sess.id, err)
+		}
+		sess.unsynced = false
+	}
+	if sess.metaDirty {
+		if err := sess.writeMeta(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeMeta replaces the sidecar atomically (write, rename), so List never
+// sees half of one. It is not fsynced: it is derived from the log, which is,
+// and Open rewrites it.
+func (sess *Session) writeMeta() error {
+	data, err := json.Marshal(sess.meta)
+	if err != nil {
+		return err
+	}
+	path := sess.store.metaPath(sess.id)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write sidecar: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write sidecar: %w", err)
+	}
+	sess.metaDirty = false
+	return nil
+}
+
+// Close syncs the session and releases its lock. The session stays in the
+// store. Closing twice is a no-op.
+func (sess *Session) Close() error {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.closed {
+		return nil
+	}
+	err := sess.sync()
+	sess.closed = true
+	if cerr := sess.f.Close(); err == nil {
+		err = cerr
+	}
+	sess.store.release(sess.id)
+	return err
+}
+
+// reserve marks id open through s; false if it already is.
+func (s *Store) reserve(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[id] {
+		return false
+	}
+	s.open[id] = true
+	return true
+}
+
+func (s *Store) release(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.open, id)
+}
+
+// Delete removes a stored session's files. It refuses (ErrLocked) while
+// another process has the session open, and (ErrOpen) while this Store has:
+// close it first. A file that is not ours is never removed (ErrForeign,
+// ErrNewerVersion).
+func (s *Store) Delete(id string) error {
+	if !validID(id) {
+		return fmt.Errorf("delete session %q: %w", id, ErrNotFound)
+	}
+	if !s.reserve(id) {
+		return fmt.Errorf("delete session %s: %w", id, ErrOpen)
+	}
+	defer s.release(id)
+	if err := s.delete(id); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) delete(id string) error {
+	path := s.logPath(id)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := flock(f, false); err != nil {
+		return err
+	}
+	if same, err := sameFile(f); err != nil {
+		return err
+	} else if !same {
+		return ErrNotFound
+	}
+	line, err := readFirstLine(f)
+	if err != nil {
+		return err
+	}
+	if h, err := parseHeader(line); err != nil {
+		return err
+	} else if h.ID != id {
+		return fmt.Errorf("%w: header names session %q", ErrForeign, h.ID)
+	}
+	// The sidecar first: a log without one still lists, a sidecar without
+	// its log would not.
+	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	os.Remove(s.metaPath(id) + ".tmp") // left by a writer killed mid-rename, if any
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return syncDir(s.sessionsDir())
+}
+
+// readFirstLine returns the first line of r (without its newline), read
+// from the start of the file; a file whose first maxHeader bytes hold no
+// newline is not ours.
+func readFirstLine(f *os.File) ([]byte, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, maxHeader), 4096)
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		// A long cwd: read on within the bound.
+		var buf bytes.Buffer
+		buf.Write(line)
+		rest, err := br.ReadBytes('\n')
+		buf.Write(rest)
+		if err != nil {
+			return nil, ErrForeign
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	}
+	if err != nil {
+		return nil, ErrForeign
+	}
+	return line[:len(line)-1], nil
+}

@@ -1,0 +1,95 @@
+package store
+
+import "encoding/json"
+
+// State is what a session's entries say about its settings, folded in
+// order: the part of a session that is not its conversation.
+type State struct {
+	// Cwd is the header's cwd, or the last Cwd entry's.
+	Cwd   string
+	Title string
+	// Mode is the last Mode entry's; empty if none.
+	Mode string
+	// Config holds the last value of each config option set; nil if none.
+	Config map[string]string
+	// AlwaysAllow are the remembered keys, in the order first given, once each.
+	AlwaysAllow []string
+	// PendingNotices are the notices queued and not yet delivered, in order.
+	PendingNotices []Notice
+	// RunningTasks are the tasks started and not ended, in order started:
+	// those running when the process that wrote the log stopped. A loader
+	// that tells the model they are gone should append a TaskEnded for each,
+	// so the next load does not say it again.
+	RunningTasks []string
+	// Usage is the last Usage entry's; nil if none.
+	Usage *Usage
+	// Compaction is the last compaction; nil if none. The model's history
+	// is its Summary, then the entries from its KeptFromSeq on.
+	Compaction *Compaction
+}
+
+// Fold computes a session's State from its header and entries. Entries
+// that do not decode are ignored.
+func Fold(h Header, entries []Entry) State {
+	st := State{Cwd: h.Cwd}
+	allowed := map[string]bool{}
+	running := map[string]bool{}
+	var tasks []string
+	for _, e := range entries {
+		p := newPayload(e.Kind)
+		if p == nil || json.Unmarshal(e.Data, p) != nil {
+			continue
+		}
+		switch v := p.(type) {
+		case *Cwd:
+			if v.Cwd != "" {
+				st.Cwd = v.Cwd
+			}
+		case *Title:
+			st.Title = v.Title
+		case *Mode:
+			st.Mode = v.Mode
+		case *Config:
+			if st.Config == nil {
+				st.Config = map[string]string{}
+			}
+			st.Config[v.OptionID] = v.Value
+		case *AlwaysAllow:
+			if !allowed[v.Key] {
+				allowed[v.Key] = true
+				st.AlwaysAllow = append(st.AlwaysAllow, v.Key)
+			}
+		case *Notice:
+			switch v.State {
+			case NoticeQueued:
+				st.PendingNotices = append(st.PendingNotices, *v)
+			case NoticeDelivered:
+				for i, n := range st.PendingNotices {
+					if n.ID == v.ID {
+						st.PendingNotices = append(st.PendingNotices[:i:i], st.PendingNotices[i+1:]...)
+						break
+					}
+				}
+			}
+		case *TaskStarted:
+			if !running[v.ID] {
+				running[v.ID] = true
+				tasks = append(tasks, v.ID)
+			}
+		case *TaskEnded:
+			delete(running, v.ID)
+		case *Usage:
+			u := *v
+			st.Usage = &u
+		case *Compaction:
+			c := *v
+			st.Compaction = &c
+		}
+	}
+	for _, id := range tasks {
+		if running[id] {
+			st.RunningTasks = append(st.RunningTasks, id)
+		}
+	}
+	return st
+}

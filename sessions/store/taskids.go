@@ -1,0 +1,81 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// NextTaskIDs reserves n consecutive task numbers of the store and returns
+// the first: the caller owns first … first+n-1 and names its tasks from
+// them ("bash-" + number). Numbers start at 1 and are never handed out twice
+// by one state directory, across restarts and between processes sharing it.
+//
+// The counter is a small file replaced (write, fsync, rename, fsync of the
+// directory) under an flock of a separate lock file, so two processes never
+// read the same value and a crash leaves the old value or the new one. The
+// cost, a few fsyncs, is paid once per call: a caller starting many tasks
+// may reserve a block and hand numbers out from it (numbers reserved but
+// never used are skipped, which is allowed).
+func (s *Store) NextTaskIDs(n int) (int64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("reserve task ids: n = %d", n)
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return 0, fmt.Errorf("reserve task ids: %w", err)
+	}
+	lf, err := os.OpenFile(filepath.Join(s.dir, "task-ids.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("reserve task ids: %w", err)
+	}
+	defer lf.Close() // releases the lock
+	if err := flock(lf, true); err != nil {
+		return 0, fmt.Errorf("reserve task ids: %w", err)
+	}
+	path := filepath.Join(s.dir, "task-ids")
+	next := int64(1)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return 0, fmt.Errorf("reserve task ids: %w", err)
+	default:
+		// Never guess at a damaged counter: a guess could reuse ids.
+		next, err = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil || next < 1 {
+			return 0, fmt.Errorf("reserve task ids: %s is damaged (%q)", path, data)
+		}
+	}
+	if err := writeDurable(path, []byte(strconv.FormatInt(next+int64(n), 10)+"\n")); err != nil {
+		return 0, fmt.Errorf("reserve task ids: %w", err)
+	}
+	return next, nil
+}
+
+// writeDurable replaces path with data so that after a crash it holds the
+// old data or the new, and the new once writeDurable returns.
+func writeDurable(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
