@@ -2,25 +2,29 @@
 // without asking: configured deny rules veto, allow rules pass, commands the
 // user allowed "always" in this session pass, everything else is asked.
 //
-// Matching works on the simple commands of a shell line (split at ;, &&, ||,
-// | and newlines), so an allow rule for `git status` does not pass
-// `git status && rm -rf ~`. Runs of blanks count as one space and leading
-// shell syntax (if, then, do, while, !, time, { …) is skipped.
+// Matching works on the simple commands of a shell line as a bash parser
+// (mvdan.cc/sh) reads it — in lists, pipelines, compound commands, groups,
+// function bodies and substitutions — so an allow rule for `git status`
+// does not pass `git status && rm -rf ~`. Runs of blanks count as one space
+// and shell syntax (if, then, do, !, time, { …) is not part of a command.
 //
 // Allow rules and remembered keys are conservative: they pass a simple
 // command only as written, never one with leading VAR=value assignments
 // (PATH=… or LD_PRELOAD=… change what runs) or one that writes a file
 // through a redirection (> f, >> f, &> f; 2>&1 and >/dev/null are fine),
-// and never a line with command or process substitution.
+// and never a line with command or process substitution, a here-document,
+// a function definition, coproc, case, a declaration or arithmetic (see
+// read), nor a line the parser cannot read.
 //
 // Deny rules are generous: a pattern matches if it matches any reading of a
-// command — unquoted (\rm, "rm", r"m"), by the program's base name
-// (/bin/rm), without leading assignments, without wrappers (env, command,
-// exec, nice, nohup, timeout, sudo, xargs, …), and inside `bash -c`,
-// `eval`, `find -exec` and substitutions. That guards against accidents
-// and obvious variants, not against a determined adversary: a shell can
-// always build a command the patterns do not see (variables, functions,
-// scripts, `echo rm … | sh`), and there is no sandbox.
+// command — unquoted (\rm, "rm", r"m", $'\x72m'), by the program's base name
+// (/bin/rm), brace-expanded, without leading assignments, without wrappers
+// (env, command, exec, nice, nohup, timeout, sudo, xargs, …), and inside
+// `bash -c`, `eval`, `find -exec`, substitutions and here-document bodies.
+// A line the parser cannot read is matched at every word. That guards
+// against accidents and obvious variants, not against a determined
+// adversary: a shell can always build a command the patterns do not see
+// (variables, scripts, `echo rm … | sh`), and there is no sandbox.
 package permission
 
 import (
