@@ -230,58 +230,84 @@ var shells = map[string]bool{
 // `bash -c STRING`, `eval ARGS…`, `su -c STRING`, `env -S STRING`,
 // `find … -exec CMD… ;`, `watch ARGS…`.
 func nested(prog string, args []word) []string {
-	switch {
-	case shells[prog]:
+	if shells[prog] {
 		if s, ok := shellString(args); ok {
 			return []string{s}
 		}
-	case prog == "eval" || prog == "watch":
-		if prog == "watch" {
-			args = wrapperSpec{argOpts: "nq", longArgs: []string{"interval", "equexit"}}.strip(args)
-		}
-		if len(args) > 0 {
-			return []string{joinText(args)}
-		}
-	case prog == "su" || prog == "runuser":
-		for i, a := range args {
-			if v, ok := strings.CutPrefix(a.text, "--command="); ok {
-				return []string{v}
-			}
-			if i+1 < len(args) && (a.text == "--command" || isShortCluster(a.text) && strings.Contains(a.text, "c")) {
-				return []string{args[i+1].text}
-			}
-		}
-	case prog == "env":
-		for i := 0; i < len(args) && strings.HasPrefix(args[i].text, "-"); i++ {
-			a := args[i].text
-			if v, ok := strings.CutPrefix(a, "--split-string="); ok {
-				return []string{v}
-			}
-			switch {
-			case (a == "-S" || a == "--split-string") && i+1 < len(args):
-				return []string{args[i+1].text}
-			case strings.HasPrefix(a, "-S"):
-				return []string{a[2:]}
-			case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
-				i++ // their argument
-			}
-		}
-	case prog == "find":
-		var out []string
-		for i := 0; i < len(args); i++ {
-			switch args[i].text {
-			case "-exec", "-execdir", "-ok", "-okdir":
-				j := i + 1
-				for j < len(args) && args[j].text != ";" && args[j].text != "+" {
-					j++
-				}
-				out = append(out, joinRaw(args[i+1:j]))
-				i = j
-			}
-		}
-		return out
+		return nil
+	}
+	if f := runners[prog]; f != nil {
+		return f(args)
 	}
 	return nil
+}
+
+// runners find the command lines in the arguments of programs that run
+// them.
+var runners = map[string]func([]word) []string{
+	"eval":    evalLine,
+	"watch":   watchLine,
+	"su":      suLine,
+	"runuser": suLine,
+	"env":     envLine,
+	"find":    findLines,
+}
+
+func evalLine(args []word) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	return []string{joinText(args)}
+}
+
+func watchLine(args []word) []string {
+	return evalLine(wrapperSpec{argOpts: "nq", longArgs: []string{"interval", "equexit"}}.strip(args))
+}
+
+func suLine(args []word) []string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a.text, "--command="); ok {
+			return []string{v}
+		}
+		if i+1 < len(args) && (a.text == "--command" || isShortCluster(a.text) && strings.Contains(a.text, "c")) {
+			return []string{args[i+1].text}
+		}
+	}
+	return nil
+}
+
+func envLine(args []word) []string {
+	for i := 0; i < len(args) && strings.HasPrefix(args[i].text, "-"); i++ {
+		a := args[i].text
+		if v, ok := strings.CutPrefix(a, "--split-string="); ok {
+			return []string{v}
+		}
+		switch {
+		case (a == "-S" || a == "--split-string") && i+1 < len(args):
+			return []string{args[i+1].text}
+		case strings.HasPrefix(a, "-S"):
+			return []string{a[2:]}
+		case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
+			i++ // their argument
+		}
+	}
+	return nil
+}
+
+func findLines(args []word) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch args[i].text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+				j++
+			}
+			out = append(out, joinRaw(args[i+1:j]))
+			i = j
+		}
+	}
+	return out
 }
 
 func isShortCluster(a string) bool {

@@ -252,3 +252,23 @@ func TestKeysAndProgramsOnSyntax(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReaders: Key, Programs and Split, which also read fragments and lines
+// the parser has to complete, never panic, and Keys, when it says a line
+// can be remembered, names the same programs as Programs.
+func FuzzReaders(f *testing.F) {
+	for _, s := range []string{
+		"then go test ./...", "for x in a b", "ls; (", "echo $(rm -f V", "cat <<EOF\nx", "f() {", "a=(", "case x in",
+		"${a[", "$((", "[[ -f", "coproc x {", "time -p", "! ! ls", `$'\x72m`, "ls |&", "{rm,-f}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		permission.Key(s)
+		permission.Split(s)
+		programs := permission.Programs(s)
+		if keys := permission.Keys(s); keys != nil && !cmp.Equal(keys, programs) {
+			t.Errorf("Keys(%q) = %q, Programs = %q", s, keys, programs)
+		}
+	})
+}

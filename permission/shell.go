@@ -43,13 +43,29 @@ func newWord(src string, w *syntax.Word) word {
 }
 
 // slice returns the source of a node, or "" when its positions do not lie
-// in src (recovered nodes, nodes of another source).
+// in src (nodes of another source).
 func slice(src string, n syntax.Node) string {
-	start, end := int(n.Pos().Offset()), int(n.End().Offset())
-	if !n.Pos().IsValid() || !n.End().IsValid() || start > end || end > len(src) {
+	start, end, ok := span(n)
+	if !ok || end > len(src) {
 		return ""
 	}
 	return src[start:end]
+}
+
+// span returns the byte offsets of a node. ok is false for a node without
+// valid positions: one the parser filled in while recovering from an error
+// (its Pos and End may even fail: a recovered word can have no parts).
+func span(n syntax.Node) (start, end int, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	p, e := n.Pos(), n.End()
+	if !p.IsValid() || !e.IsValid() || p.IsRecovered() || e.IsRecovered() || p.Offset() > e.Offset() {
+		return 0, 0, false
+	}
+	return int(p.Offset()), int(e.Offset()), true
 }
 
 // unquote removes the quotes of word parts (inside double quotes if dq).
@@ -280,7 +296,9 @@ func Split(command string) []string {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Word, *syntax.Comment, *syntax.ArithmCmd, *syntax.TestClause:
-			protect(int(n.Pos().Offset()), int(n.End().Offset()))
+			if start, end, ok := span(n); ok {
+				protect(start, end)
+			}
 		case *syntax.Redirect:
 			start := int(n.OpPos.Offset())
 			protect(start, start+len(n.Op.String()))
