@@ -228,7 +228,7 @@ var shells = map[string]bool{
 
 // nested returns the command lines a program runs from its arguments:
 // `bash -c STRING`, `eval ARGS…`, `su -c STRING`, `env -S STRING`,
-// `find … -exec CMD… ;`, `watch ARGS…`.
+// `find … -exec CMD… ;`, `watch ARGS…`, `trap HANDLER SIGNAL…`.
 func nested(prog string, args []word) []string {
 	if shells[prog] {
 		if s, ok := shellString(args); ok {
@@ -251,6 +251,7 @@ var runners = map[string]func([]word) []string{
 	"runuser": suLine,
 	"env":     envLine,
 	"find":    findLines,
+	"trap":    trapLine,
 }
 
 func evalLine(args []word) []string {
@@ -292,6 +293,17 @@ func envLine(args []word) []string {
 		}
 	}
 	return nil
+}
+
+// trapLine is the handler of `trap [--] HANDLER SIGNAL…`, run later.
+func trapLine(args []word) []string {
+	if len(args) > 0 && args[0].text == "--" {
+		args = args[1:]
+	}
+	if len(args) < 2 || args[0].text == "-" {
+		return nil
+	}
+	return []string{args[0].text}
 }
 
 func findLines(args []word) []string {

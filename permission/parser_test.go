@@ -75,6 +75,8 @@ func TestDenySeesInsideSyntax(t *testing.T) {
 		{"array", "a=( $(rm -f V) )"},
 		{"stderr pipe", "ls |& rm -f V"},
 		{"after comment", "ls # harmless\nrm -f V"},
+		{"trap handler", "trap 'rm -f V' EXIT"},
+		{"trap handler after --", `trap -- "ls; rm -f V" INT TERM`},
 		{"select body", "select x in a; do rm -f V; done"},
 		{"while condition group", "while { rm -f V; }; do break; done"},
 		{"redirect target substitution", "ls > $(rm -f V)"},
@@ -96,7 +98,7 @@ func TestDenySeesInsideSyntax(t *testing.T) {
 // effect an allow rule cannot see.
 func TestAllowIsConservativeOnSyntax(t *testing.T) {
 	t.Parallel()
-	rules := permission.Rules{Allow: []string{"ls", "echo*", "true", "bash", "export", "let"}}
+	rules := permission.Rules{Allow: []string{"ls", "echo*", "printf*", "true", "bash", "export", "let"}}
 	remembered := map[string]bool{"cat": true, "go test": true}
 	cases := []struct {
 		name string
@@ -114,7 +116,10 @@ func TestAllowIsConservativeOnSyntax(t *testing.T) {
 		{"locale argument", `echo $"hi"`, permission.Allow, "echo*"},
 		{"ansi-c program", "$'ls' -la", permission.Ask, ""},
 		{"locale program", `$"ls"`, permission.Ask, ""},
-		{"single quotes hide a substitution", "echo '$(id)' '`id`'", permission.Allow, "echo*"},
+		{"single-quoted substitution", "printf -v 'a[$(id)]' x", permission.Ask, ""},
+		{"single-quoted backticks", "echo '`id`'", permission.Ask, ""},
+		{"ansi-c spelled substitution", `printf -v $'a[\x24(id)]' x`, permission.Ask, ""},
+		{"ansi-c spelled backticks", `echo $'\x60id\x60'`, permission.Ask, ""},
 		{"double quotes do not", `echo "$(id)"`, permission.Ask, ""},
 		// Functions and coproc change what a name runs.
 		{"function", "f() { ls; }", permission.Ask, ""},

@@ -12,7 +12,7 @@
 // command only as written, never one with leading VAR=value assignments
 // (PATH=… or LD_PRELOAD=… change what runs) or one that writes a file
 // through a redirection (> f, >> f, &> f; 2>&1 and >/dev/null are fine),
-// and never a line with command or process substitution, a here-document,
+// and never a line with command or process substitution (even quoted), a here-document,
 // a function definition, coproc, case, a declaration or arithmetic (see
 // read), nor a line the parser cannot read.
 //

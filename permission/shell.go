@@ -148,9 +148,18 @@ type reading struct {
 	unsafe string
 }
 
+// hasSubstitution reports whether text spells a command or process
+// substitution anywhere, quoted or not: quoted text still reaches
+// evaluators (printf -v 'a[$(id)]' x, test -v, unset and read evaluate
+// array subscripts, which run substitutions).
+func hasSubstitution(text string) bool {
+	return strings.Contains(text, "$(") || strings.Contains(text, "`") ||
+		strings.Contains(text, "<(") || strings.Contains(text, ">(")
+}
+
 // read collects the simple commands of a parsed line and notes anything an
-// allow rule must not pass: substitutions (what they run is not the line
-// as written), file writes, here-documents (a body the rule never saw),
+// allow rule must not pass: substitutions, even quoted ones (see
+// hasSubstitution; what they run is not the line as written), file writes, here-documents (a body the rule never saw),
 // function definitions and coproc (they change what a later name runs),
 // case arms, declarations (export X=… is an assignment) and arithmetic
 // (bash evaluates array subscripts in it, which can run commands).
@@ -160,6 +169,9 @@ func read(src string, f *syntax.File) reading {
 		if r.unsafe == "" {
 			r.unsafe = why
 		}
+	}
+	if hasSubstitution(src) {
+		note("substitution")
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
@@ -183,6 +195,10 @@ func read(src string, f *syntax.File) reading {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			note("substitution")
 			return false
+		case *syntax.SglQuoted:
+			if n.Dollar && hasSubstitution(ansiC(n.Value)) {
+				note("substitution") // $'\x24(id)' spells one
+			}
 		case *syntax.ParamExp:
 			if n.Index != nil || n.Slice != nil {
 				note("arithmetic")
