@@ -277,3 +277,26 @@ func FuzzReaders(f *testing.F) {
 		}
 	})
 }
+
+// TestConcurrentChecks: checks share no state, so sessions may check at
+// once (run with -race: $'…' decoding and brace expansion once shared
+// expand's package-level config).
+func TestConcurrentChecks(t *testing.T) {
+	t.Parallel()
+	rules := permission.Rules{Allow: []string{"echo*"}, Deny: []string{"rm"}}
+	done := make(chan permission.Decision)
+	for range 8 {
+		go func() {
+			var d permission.Decision
+			for range 50 {
+				d = rules.Check(`echo $'a\tb' {x,y}; $'\x72m' -f V`, nil)
+			}
+			done <- d
+		}()
+	}
+	for range 8 {
+		if d := <-done; d.Verdict != permission.Deny {
+			t.Errorf("concurrent Check = %v, want deny", d.Verdict)
+		}
+	}
+}

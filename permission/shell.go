@@ -108,9 +108,11 @@ func unescape(s string, dq bool) string {
 }
 
 // ansiC decodes the body of $'…' as bash does: printf's escapes, cut at a
-// NUL. expand.Format is printf, so a literal % is doubled first.
+// NUL. expand.Format is printf, so a literal % is doubled first. Each call
+// gets its own Config: a nil one stands for a package-level value that
+// expand writes to, a data race between concurrent checks.
 func ansiC(s string) string {
-	v, _, err := expand.Format(nil, strings.ReplaceAll(s, "%", "%%"), nil)
+	v, _, err := expand.Format(&expand.Config{}, strings.ReplaceAll(s, "%", "%%"), nil)
 	if err != nil {
 		return s
 	}
@@ -271,7 +273,7 @@ func braces(src string, w word, max int) ([]word, bool) {
 		return nil, false
 	}
 	var out []word
-	for e, err := range expand.BracesSeq(nil, cp) {
+	for e, err := range expand.BracesSeq(&expand.Config{}, cp) {
 		if err != nil || len(out) >= max {
 			break
 		}
