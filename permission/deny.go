@@ -2,9 +2,10 @@ package permission
 
 import (
 	"path"
-	"regexp"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // maxDepth bounds how deep deny matching follows commands nested in strings
@@ -46,79 +47,154 @@ func (d *denier) match(cmd string) string {
 	return ""
 }
 
-// line returns the deny rule that matches any simple command of a line in
-// any of its readings, or "". A line nested deeper than maxDepth, or too
-// large to read within the budget, cannot be shown harmless and is denied
-// under the first rule.
-func (d *denier) line(command string, depth int) string {
+// check returns the deny rule that matches any simple command of a parsed
+// line in any of its readings, or "". A line nested deeper than maxDepth,
+// or too large to read within the budget, cannot be shown harmless and is
+// denied under the first rule. scan says whether a line the parser cannot
+// read is also scanned word by word (see scan): so it is for the line and
+// the strings it hands to a shell, not for here-document bodies, which are
+// read as commands only in case a shell reads them (sh <<EOF) and are often
+// prose.
+func (d *denier) check(src string, f *syntax.File, err error, depth int, scan bool) string {
 	if len(d.pats) == 0 {
 		return ""
 	}
-	d.budget -= len(command)
+	d.budget -= len(src)
 	if depth > maxDepth || d.budget < 0 {
 		return d.rules[0]
 	}
-	for _, p := range Split(command) {
-		if rule := d.simple(p, depth); rule != "" {
+	if rule := d.file(src, f, depth); rule != "" || err == nil {
+		return rule
+	}
+	// Unreadable: also the line with missing tokens filled in, then (if
+	// scan) every word.
+	if g, gerr := parseRecovering(src); gerr == nil {
+		if rule := d.file(src, g, depth); rule != "" {
 			return rule
 		}
 	}
-	for _, body := range substitutions(command) {
-		if rule := d.line(body, depth+1); rule != "" {
-			return rule
-		}
+	if scan {
+		return d.scan(src)
 	}
 	return ""
 }
 
-func (d *denier) simple(part string, depth int) string {
-	if rule := d.match(normalise(part)); rule != "" {
+// line parses a nested line and checks it.
+func (d *denier) line(src string, depth int, scan bool) string {
+	if len(d.pats) == 0 {
+		return ""
+	}
+	f, err := parse(src)
+	return d.check(src, f, err, depth, scan)
+}
+
+// file checks every command of a parsed line, wherever it stands: in
+// lists, pipelines, compound commands, function bodies, substitutions,
+// arithmetic, parameter expansions and here-document bodies.
+func (d *denier) file(src string, f *syntax.File, depth int) string {
+	rule := ""
+	if f == nil {
 		return rule
 	}
-	s := parseSimple(part)
-	plain := stripKeywords(s.words, false)
-	readings := [][]word{plain}
-	if cased := stripKeywords(s.words, true); len(cased) != len(plain) {
-		readings = append(readings, cased)
-	}
-	for _, words := range readings {
-		if rule := d.match(d.join(words, false)); rule != "" {
-			return rule
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			words := make([]word, 0, len(n.Assigns)+len(n.Args))
+			for _, a := range n.Assigns {
+				raw := slice(src, a)
+				words = append(words, word{raw: raw, text: raw})
+			}
+			for _, w := range n.Args {
+				words = append(words, newWord(src, w))
+			}
+			rule = d.words(src, words, depth)
+		case *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause:
+			// Builtins the parser reads as syntax (export, let, [[).
+			rule = d.match(normalise(slice(src, n)))
+		case *syntax.Redirect:
+			if n.Hdoc != nil && (n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc) {
+				rule = d.line(heredocBody(src, n.Hdoc), depth+1, false)
+			}
 		}
-		// Peel assignments and wrappers one at a time; every step is a
-		// reading of what runs.
-		for len(words) > 0 {
-			for len(words) > 0 && isAssignment(words[0].raw) {
-				words = words[1:]
-			}
-			if len(words) == 0 {
-				break
-			}
-			words = expandBrace(words)
-			prog := words[0].text
-			base := path.Base(prog)
-			if prog == "" {
-				base = ""
-			}
-			args := words[1:]
-			rawArgs, textArgs := d.join(args, false), d.join(args, true)
-			for _, p := range []string{words[0].raw, prog, base} {
-				for _, a := range []string{rawArgs, textArgs} {
-					if rule := d.match(strings.TrimSpace(p + " " + a)); rule != "" {
-						return rule
-					}
-				}
-			}
-			for _, inner := range nested(base, args) {
-				if rule := d.line(inner, depth+1); rule != "" {
+		return rule == ""
+	})
+	return rule
+}
+
+// words matches the readings of one simple command (its assignments first,
+// then its program and arguments).
+func (d *denier) words(src string, words []word, depth int) string {
+	if rule := d.match(d.join(words, false)); rule != "" {
+		return rule
+	}
+	// Peel assignments and wrappers one at a time; every step is a reading
+	// of what runs.
+	for len(words) > 0 {
+		for len(words) > 0 && isAssignment(words[0].raw) {
+			words = words[1:]
+		}
+		if len(words) == 0 {
+			break
+		}
+		if exp, ok := braces(src, words[0], maxBraceWords); ok {
+			words = append(exp, words[1:]...)
+		}
+		prog := words[0].text
+		base := path.Base(prog)
+		if prog == "" {
+			base = ""
+		}
+		args := words[1:]
+		rawArgs, textArgs := d.join(args, false), d.join(args, true)
+		for _, p := range []string{words[0].raw, prog, base} {
+			for _, a := range []string{rawArgs, textArgs} {
+				if rule := d.match(strings.TrimSpace(p + " " + a)); rule != "" {
 					return rule
 				}
 			}
-			spec, ok := wrappers[base]
-			if !ok {
-				break
+		}
+		for _, inner := range nested(base, args) {
+			if rule := d.line(inner, depth+1, true); rule != "" {
+				return rule
 			}
-			words = spec.strip(args)
+		}
+		spec, ok := wrappers[base]
+		if !ok {
+			break
+		}
+		words = spec.strip(args)
+	}
+	return ""
+}
+
+// maxBraceWords bounds the words a brace expansion of a program yields:
+// {1..100}{1..100} need not be read to its end, patterns look at the start.
+const maxBraceWords = 64
+
+// scan matches the patterns at every word of a line the parser cannot
+// read, with quotes and backslashes removed and the base name of each
+// word tried too: it reads `rm -rf /; (` and `echo $(rm -f V` as a shell
+// might, and more (it also denies `echo rm` in such a line).
+func (d *denier) scan(src string) string {
+	src = strings.ReplaceAll(src, "\\\n", "")
+	fields := strings.FieldsFunc(src, func(r rune) bool {
+		return isBlank(r) || strings.ContainsRune(";&|()<>`{},$", r)
+	})
+	strip := strings.NewReplacer(`"`, "", `'`, "", `\`, "")
+	words := make([]word, len(fields))
+	for i, f := range fields {
+		t := strip.Replace(f)
+		words[i] = word{raw: t, text: t}
+	}
+	for i, w := range words {
+		if w.text == "" {
+			continue
+		}
+		rest := d.join(words[i+1:], true)
+		for _, p := range []string{w.text, path.Base(w.text)} {
+			if rule := d.match(strings.TrimSpace(p + " " + rest)); rule != "" {
+				return rule
+			}
 		}
 	}
 	return ""
@@ -144,30 +220,6 @@ func (d *denier) join(ws []word, text bool) string {
 	return b.String()
 }
 
-// braceRE matches a word that is (or holds) one brace expansion:
-// pre{a,b}post.
-var braceRE = regexp.MustCompile(`^([^{}'"\\]*)\{([^{}'"\\]*,[^{}'"\\]*)\}([^{}'"\\]*)$`)
-
-// expandBrace expands a brace expansion in the program word, as in
-// {rm,-f,x} or r{m,}.
-func expandBrace(words []word) []word {
-	m := braceRE.FindStringSubmatch(words[0].raw)
-	if m == nil {
-		return words
-	}
-	var out []word
-	for alt := range strings.SplitSeq(m[2], ",") {
-		w := m[1] + alt + m[3]
-		if w != "" {
-			out = append(out, word{raw: w, text: w})
-		}
-	}
-	if len(out) == 0 {
-		return words
-	}
-	return append(out, words[1:]...)
-}
-
 // shells run their -c argument as a command line.
 var shells = map[string]bool{
 	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
@@ -176,60 +228,98 @@ var shells = map[string]bool{
 
 // nested returns the command lines a program runs from its arguments:
 // `bash -c STRING`, `eval ARGS…`, `su -c STRING`, `env -S STRING`,
-// `find … -exec CMD… ;`, `watch ARGS…`.
+// `find … -exec CMD… ;`, `watch ARGS…`, `trap HANDLER SIGNAL…`.
 func nested(prog string, args []word) []string {
-	switch {
-	case shells[prog]:
+	if shells[prog] {
 		if s, ok := shellString(args); ok {
 			return []string{s}
 		}
-	case prog == "eval" || prog == "watch":
-		if prog == "watch" {
-			args = wrapperSpec{argOpts: "nq", longArgs: []string{"interval", "equexit"}}.strip(args)
-		}
-		if len(args) > 0 {
-			return []string{joinText(args)}
-		}
-	case prog == "su" || prog == "runuser":
-		for i, a := range args {
-			if v, ok := strings.CutPrefix(a.text, "--command="); ok {
-				return []string{v}
-			}
-			if i+1 < len(args) && (a.text == "--command" || isShortCluster(a.text) && strings.Contains(a.text, "c")) {
-				return []string{args[i+1].text}
-			}
-		}
-	case prog == "env":
-		for i := 0; i < len(args) && strings.HasPrefix(args[i].text, "-"); i++ {
-			a := args[i].text
-			if v, ok := strings.CutPrefix(a, "--split-string="); ok {
-				return []string{v}
-			}
-			switch {
-			case (a == "-S" || a == "--split-string") && i+1 < len(args):
-				return []string{args[i+1].text}
-			case strings.HasPrefix(a, "-S"):
-				return []string{a[2:]}
-			case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
-				i++ // their argument
-			}
-		}
-	case prog == "find":
-		var out []string
-		for i := 0; i < len(args); i++ {
-			switch args[i].text {
-			case "-exec", "-execdir", "-ok", "-okdir":
-				j := i + 1
-				for j < len(args) && args[j].text != ";" && args[j].text != "+" {
-					j++
-				}
-				out = append(out, joinRaw(args[i+1:j]))
-				i = j
-			}
-		}
-		return out
+		return nil
+	}
+	if f := runners[prog]; f != nil {
+		return f(args)
 	}
 	return nil
+}
+
+// runners find the command lines in the arguments of programs that run
+// them.
+var runners = map[string]func([]word) []string{
+	"eval":    evalLine,
+	"watch":   watchLine,
+	"su":      suLine,
+	"runuser": suLine,
+	"env":     envLine,
+	"find":    findLines,
+	"trap":    trapLine,
+}
+
+func evalLine(args []word) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	return []string{joinText(args)}
+}
+
+func watchLine(args []word) []string {
+	return evalLine(wrapperSpec{argOpts: "nq", longArgs: []string{"interval", "equexit"}}.strip(args))
+}
+
+func suLine(args []word) []string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a.text, "--command="); ok {
+			return []string{v}
+		}
+		if i+1 < len(args) && (a.text == "--command" || isShortCluster(a.text) && strings.Contains(a.text, "c")) {
+			return []string{args[i+1].text}
+		}
+	}
+	return nil
+}
+
+func envLine(args []word) []string {
+	for i := 0; i < len(args) && strings.HasPrefix(args[i].text, "-"); i++ {
+		a := args[i].text
+		if v, ok := strings.CutPrefix(a, "--split-string="); ok {
+			return []string{v}
+		}
+		switch {
+		case (a == "-S" || a == "--split-string") && i+1 < len(args):
+			return []string{args[i+1].text}
+		case strings.HasPrefix(a, "-S"):
+			return []string{a[2:]}
+		case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
+			i++ // their argument
+		}
+	}
+	return nil
+}
+
+// trapLine is the handler of `trap [--] HANDLER SIGNAL…`, run later.
+func trapLine(args []word) []string {
+	if len(args) > 0 && args[0].text == "--" {
+		args = args[1:]
+	}
+	if len(args) < 2 || args[0].text == "-" {
+		return nil
+	}
+	return []string{args[0].text}
+}
+
+func findLines(args []word) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch args[i].text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+				j++
+			}
+			out = append(out, joinRaw(args[i+1:j]))
+			i = j
+		}
+	}
+	return out
 }
 
 func isShortCluster(a string) bool {

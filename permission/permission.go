@@ -2,29 +2,35 @@
 // without asking: configured deny rules veto, allow rules pass, commands the
 // user allowed "always" in this session pass, everything else is asked.
 //
-// Matching works on the simple commands of a shell line (split at ;, &&, ||,
-// | and newlines), so an allow rule for `git status` does not pass
-// `git status && rm -rf ~`. Runs of blanks count as one space and leading
-// shell syntax (if, then, do, while, !, time, { …) is skipped.
+// Matching works on the simple commands of a shell line as a bash parser
+// (mvdan.cc/sh) reads it — in lists, pipelines, compound commands, groups,
+// function bodies and substitutions — so an allow rule for `git status`
+// does not pass `git status && rm -rf ~`. Runs of blanks count as one space
+// and shell syntax (if, then, do, !, time, { …) is not part of a command.
 //
 // Allow rules and remembered keys are conservative: they pass a simple
 // command only as written, never one with leading VAR=value assignments
 // (PATH=… or LD_PRELOAD=… change what runs) or one that writes a file
 // through a redirection (> f, >> f, &> f; 2>&1 and >/dev/null are fine),
-// and never a line with command or process substitution.
+// and never a line with command or process substitution (even quoted), a here-document,
+// a function definition, coproc, case, a declaration or arithmetic (see
+// read), nor a line the parser cannot read.
 //
 // Deny rules are generous: a pattern matches if it matches any reading of a
-// command — unquoted (\rm, "rm", r"m"), by the program's base name
-// (/bin/rm), without leading assignments, without wrappers (env, command,
-// exec, nice, nohup, timeout, sudo, xargs, …), and inside `bash -c`,
-// `eval`, `find -exec` and substitutions. That guards against accidents
-// and obvious variants, not against a determined adversary: a shell can
-// always build a command the patterns do not see (variables, functions,
-// scripts, `echo rm … | sh`), and there is no sandbox.
+// command — unquoted (\rm, "rm", r"m", $'\x72m'), by the program's base name
+// (/bin/rm), brace-expanded, without leading assignments, without wrappers
+// (env, command, exec, nice, nohup, timeout, sudo, xargs, …), and inside
+// `bash -c`, `eval`, `find -exec`, substitutions and here-document bodies.
+// A line the parser cannot read is matched at every word. That guards
+// against accidents and obvious variants, not against a determined
+// adversary: a shell can always build a command the patterns do not see
+// (variables, scripts, `echo rm … | sh`), and there is no sandbox.
 package permission
 
 import (
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Verdict is the outcome of a check.
@@ -66,35 +72,25 @@ type Decision struct {
 }
 
 // Check applies deny rules, then allow rules and remembered keys. remembered
-// holds the keys (see Keys) the user allowed "always" in this session.
+// holds the keys (see Keys) the user allowed "always" in this session. The
+// line is parsed once; a line that is not valid shell is never allowed,
+// though deny rules still check what can be read of it.
 func (r Rules) Check(command string, remembered map[string]bool) Decision {
-	if rule := newDenier(r.Deny, command).line(command, 0); rule != "" {
+	f, err := parse(command)
+	if rule := newDenier(r.Deny, command).check(command, f, err, 0, true); rule != "" {
 		return Decision{Verdict: Deny, Rule: rule}
 	}
-	if hasSubstitution(command) {
+	if err != nil {
+		return Decision{Verdict: Ask}
+	}
+	rd := read(command, f)
+	if rd.unsafe != "" || len(rd.commands) == 0 {
 		return Decision{Verdict: Ask}
 	}
 	rule := ""
-	commands := 0
-	for _, p := range Split(command) {
-		s := parseSimple(p)
-		if s.writes() {
-			return Decision{Verdict: Ask}
-		}
-		words := stripKeywords(s.words, false)
-		if len(words) == 0 {
-			continue // only syntax: "fi", "done", a for head
-		}
-		commands++
-		canonical := joinRaw(words)
-		matched := ""
-		for _, pat := range r.Allow {
-			if matches(pat, canonical) {
-				matched = pat
-				break
-			}
-		}
-		if k := key(words); matched == "" && !isAssignment(words[0].raw) && k != "" && remembered[k] {
+	for _, c := range rd.commands {
+		matched := r.allowRule(c.canonical())
+		if k := key(c.words); matched == "" && len(c.assigns) == 0 && k != "" && remembered[k] {
 			matched = k
 		}
 		if matched == "" {
@@ -104,10 +100,16 @@ func (r Rules) Check(command string, remembered map[string]bool) Decision {
 			rule = matched
 		}
 	}
-	if commands == 0 {
-		return Decision{Verdict: Ask}
-	}
 	return Decision{Verdict: Allow, Rule: rule}
+}
+
+func (r Rules) allowRule(canonical string) string {
+	for _, pat := range r.Allow {
+		if matches(pat, canonical) {
+			return pat
+		}
+	}
+	return ""
 }
 
 // matches reports whether a pattern matches a command; runs of blanks in
@@ -149,7 +151,20 @@ var subcommandTools = map[string]bool{
 // assignments are skipped, and so are toolchain words ("cargo +nightly
 // build" is "cargo build").
 func Key(simple string) string {
-	return key(stripKeywords(parseSimple(simple).words, false))
+	// A part of a line may start with a keyword whose compound the part
+	// does not hold ("then go test"): drop such words until it parses.
+	for range 8 {
+		f, err := parseRecovering(simple)
+		first, rest, _ := strings.Cut(strings.TrimSpace(simple), " ")
+		if err == nil || !syntax.IsKeyword(first) {
+			if cs := read(simple, f).commands; len(cs) > 0 {
+				return key(cs[0].words)
+			}
+			return ""
+		}
+		simple = rest
+	}
+	return ""
 }
 
 func key(words []word) string {
@@ -175,127 +190,47 @@ func key(words []word) string {
 
 // Keys returns the distinct keys of every simple command in a line, in
 // order. It returns nil when remembering them could never pass the line
-// (see Check): it has a substitution, or a command has leading assignments
-// or writes a file through a redirection.
+// (see Check): it does not parse, it has a substitution, a file write, a
+// here-document or another construct allow rules never pass, or a command
+// has leading assignments.
 func Keys(command string) []string {
-	if hasSubstitution(command) {
+	f, err := parse(command)
+	if err != nil {
 		return nil
 	}
-	var keys []string
-	seen := map[string]bool{}
-	for _, p := range Split(command) {
-		s := parseSimple(p)
-		words := stripKeywords(s.words, false)
-		if s.writes() || len(words) > 0 && isAssignment(words[0].raw) {
+	rd := read(command, f)
+	if rd.unsafe != "" {
+		return nil
+	}
+	for _, c := range rd.commands {
+		if len(c.assigns) > 0 {
 			return nil
 		}
-		k := key(words)
-		if k != "" && !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
 	}
-	return keys
+	return distinctKeys(rd.commands)
 }
 
 // Programs returns the distinct keys of every simple command in a line, in
 // order, whether or not remembering them could pass this very line (Keys
-// says that).
+// says that). Commands inside substitutions are not among them.
 func Programs(command string) []string {
+	f, err := parse(command)
+	if err != nil {
+		if g, gerr := parseRecovering(command); gerr == nil {
+			f = g
+		}
+	}
+	return distinctKeys(read(command, f).commands)
+}
+
+func distinctKeys(cs []command) []string {
 	var keys []string
 	seen := map[string]bool{}
-	for _, p := range Split(command) {
-		if k := Key(p); k != "" && !seen[k] {
+	for _, c := range cs {
+		if k := key(c.words); k != "" && !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
 	}
 	return keys
-}
-
-func hasSubstitution(command string) bool {
-	return strings.Contains(command, "$(") || strings.Contains(command, "`") ||
-		strings.Contains(command, "<(") || strings.Contains(command, ">(")
-}
-
-// Split cuts a shell line into its simple commands at unquoted ;, &, &&, ||,
-// | and newlines, trimming each and dropping empty ones. Quotes are
-// respected so `echo "a;b"` stays whole, redirections (2>&1, &>f, >|f) are
-// not cut, and a backslash-newline joins lines as in the shell. Leading "("
-// and "{ " and trailing ")" and " }" of groups are dropped, so
-// "(cd x && make)" yields "cd x" and "make".
-func Split(command string) []string {
-	var parts []string
-	var cur []rune
-	flush := func() {
-		if s := trimGroup(string(cur)); s != "" {
-			parts = append(parts, s)
-		}
-		cur = cur[:0]
-	}
-	var quote rune
-	escaped := false
-	// prev is the previous character if it was neither quoted nor escaped.
-	var prev rune
-	rs := []rune(command)
-	for i, c := range rs {
-		p := prev
-		prev = 0
-		switch {
-		case escaped:
-			escaped = false
-			if c == '\n' {
-				cur = cur[:len(cur)-1] // line continuation
-				continue
-			}
-			cur = append(cur, c)
-		case c == '\\' && quote != '\'':
-			escaped = true
-			cur = append(cur, c)
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-			cur = append(cur, c)
-		case c == '\'' || c == '"':
-			quote = c
-			cur = append(cur, c)
-		case c == '&' && (p == '>' || p == '<' || i+1 < len(rs) && rs[i+1] == '>'),
-			c == '|' && p == '>':
-			cur = append(cur, c) // 2>&1, <&3, &>file, >|file
-		case c == ';' || c == '&' || c == '|' || c == '\n':
-			flush()
-			prev = c
-		default:
-			cur = append(cur, c)
-			prev = c
-		}
-	}
-	flush()
-	return parts
-}
-
-// trimGroup trims blanks and the grouping around a part: "(" and ")", and
-// "{" and "}" standing as words.
-func trimGroup(s string) string {
-	for {
-		s = strings.TrimSpace(s)
-		n := len(s)
-		switch {
-		case n == 0:
-			return s
-		case s[0] == '(':
-			s = s[1:]
-		case s[n-1] == ')' && !strings.HasSuffix(s, "\\)"):
-			s = s[:n-1]
-		case s == "{" || s == "}":
-			return ""
-		case s[0] == '{' && isBlank(rune(s[1])):
-			s = s[1:]
-		case s[n-1] == '}' && isBlank(rune(s[n-2])):
-			s = s[:n-1]
-		default:
-			return s
-		}
-	}
 }

@@ -1,13 +1,30 @@
 package permission
 
 import (
-	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// This file reads one simple command (a part of Split) the way the shell
-// would, closely enough for the checks: words with and without their quotes,
-// and redirections apart from the words.
+// This file reads a line with a real shell parser (mvdan.cc/sh, bash
+// dialect) and turns what it finds into the few facts the checks need:
+// the simple commands with their words, and whether the line holds anything
+// an allow rule can never pass.
+
+// parse reads a line as bash. On error the file holds the statements read
+// before it.
+func parse(src string) (*syntax.File, error) {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+}
+
+// parseRecovering reads a line the way parse does, but fills in up to a few
+// missing tokens (a closing quote or parenthesis, a missing `done`), as an
+// editor completing a prompt would. Only deny matching and Key, which read
+// fragments, use it: what it returns is not what a shell would run.
+func parseRecovering(src string) (*syntax.File, error) {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(8)).Parse(strings.NewReader(src), "")
+}
 
 // word is one shell word.
 type word struct {
@@ -16,309 +33,351 @@ type word struct {
 	// text is the word after quote removal: quotes and backslashes gone,
 	// $'…' escapes decoded; expansions ($x, $(…), `…`) are kept as written.
 	text string
-	// quoted: the word has quotes or backslashes somewhere.
-	quoted bool
+	// node is the parsed word, for brace expansion; nil for words that
+	// brace expansion produced.
+	node *syntax.Word
 }
 
-// redirect is one redirection: its operator (>, >>, >|, &>, &>>, >&, <, <<,
-// <<-, <<<, <>, <&), the file descriptor written before it if any, and its
-// target word.
-type redirect struct {
-	op     string
-	target word
+func newWord(src string, w *syntax.Word) word {
+	return word{raw: slice(src, w), text: unquote(src, w.Parts, false), node: w}
 }
 
-// simple is a parsed simple command.
-type simple struct {
-	words  []word
-	redirs []redirect
+// slice returns the source of a node, or "" when its positions do not lie
+// in src (nodes of another source).
+func slice(src string, n syntax.Node) string {
+	start, end, ok := span(n)
+	if !ok || end > len(src) {
+		return ""
+	}
+	return src[start:end]
+}
+
+// span returns the byte offsets of a node. ok is false for a node without
+// valid positions: one the parser filled in while recovering from an error
+// (its Pos and End may even fail: a recovered word can have no parts).
+func span(n syntax.Node) (start, end int, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	p, e := n.Pos(), n.End()
+	if !p.IsValid() || !e.IsValid() || p.IsRecovered() || e.IsRecovered() || p.Offset() > e.Offset() {
+		return 0, 0, false
+	}
+	return int(p.Offset()), int(e.Offset()), true
+}
+
+// unquote removes the quotes of word parts (inside double quotes if dq).
+func unquote(src string, parts []syntax.WordPart, dq bool) string {
+	var b strings.Builder
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value, dq))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				b.WriteString(ansiC(p.Value))
+			} else {
+				b.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted: // "…" and $"…" (locale quoting) read alike
+			b.WriteString(unquote(src, p.Parts, true))
+		default:
+			b.WriteString(slice(src, p))
+		}
+	}
+	return b.String()
+}
+
+// unescape removes the backslashes the shell removes from a literal:
+// every one outside quotes, those before $ ` " \ inside double quotes.
+// (The parser has already dropped backslash-newlines.)
+func unescape(s string, dq bool) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && (!dq || strings.IndexByte("$`\"\\", s[i+1]) >= 0) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ansiC decodes the body of $'…' as bash does: printf's escapes, cut at a
+// NUL. expand.Format is printf, so a literal % is doubled first. Each call
+// gets its own Config: a nil one stands for a package-level value that
+// expand writes to, a data race between concurrent checks.
+func ansiC(s string) string {
+	v, _, err := expand.Format(&expand.Config{}, strings.ReplaceAll(s, "%", "%%"), nil)
+	if err != nil {
+		return s
+	}
+	v, _, _ = strings.Cut(v, "\x00")
+	return v
+}
+
+// command is one simple command of a line.
+type command struct {
+	// assigns are the leading VAR=value words, as written.
+	assigns []string
+	// words are the program and its arguments.
+	words []word
+}
+
+// canonical is the command as allow rules see it: its words as written,
+// one space apart.
+func (c command) canonical() string {
+	return strings.Join(append(append([]string(nil), c.assigns...), rawWords(c.words)...), " ")
+}
+
+func rawWords(ws []word) []string {
+	s := make([]string, len(ws))
+	for i, w := range ws {
+		s[i] = w.raw
+	}
+	return s
+}
+
+// reading is what the allow side knows of a parsed line.
+type reading struct {
+	// commands are the simple commands outside substitutions, in order.
+	commands []command
+	// unsafe names what no allow rule or remembered key may pass, or "".
+	unsafe string
+}
+
+// hasSubstitution reports whether text spells a command or process
+// substitution anywhere, quoted or not: quoted text still reaches
+// evaluators (printf -v 'a[$(id)]' x, test -v, unset and read evaluate
+// array subscripts, which run substitutions).
+func hasSubstitution(text string) bool {
+	return strings.Contains(text, "$(") || strings.Contains(text, "`") ||
+		strings.Contains(text, "<(") || strings.Contains(text, ">(")
+}
+
+// read collects the simple commands of a parsed line and notes anything an
+// allow rule must not pass: substitutions, even quoted ones (see
+// hasSubstitution; what they run is not the line as written), file writes, here-documents (a body the rule never saw),
+// function definitions and coproc (they change what a later name runs),
+// case arms, declarations (export X=… is an assignment) and arithmetic
+// (bash evaluates array subscripts in it, which can run commands).
+func read(src string, f *syntax.File) reading {
+	var r reading
+	note := func(why string) {
+		if r.unsafe == "" {
+			r.unsafe = why
+		}
+	}
+	if hasSubstitution(src) {
+		note("substitution")
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			c := command{}
+			for _, a := range n.Assigns {
+				c.assigns = append(c.assigns, slice(src, a))
+			}
+			for _, w := range n.Args {
+				c.words = append(c.words, newWord(src, w))
+			}
+			r.commands = append(r.commands, c)
+		case *syntax.Stmt:
+			if n.Coprocess || n.Disown {
+				note("coprocess")
+			}
+		case *syntax.Redirect:
+			if why := redirectRisk(src, n); why != "" {
+				note(why)
+			}
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			note("substitution")
+			return false
+		case *syntax.SglQuoted:
+			if n.Dollar && hasSubstitution(ansiC(n.Value)) {
+				note("substitution") // $'\x24(id)' spells one
+			}
+		case *syntax.ParamExp:
+			if n.Index != nil || n.Slice != nil {
+				note("arithmetic")
+			}
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
+			note("arithmetic")
+		case *syntax.FuncDecl:
+			note("function")
+		case *syntax.CoprocClause:
+			note("coprocess")
+		case *syntax.CaseClause:
+			note("case")
+		case *syntax.DeclClause:
+			note("declaration")
+		}
+		return true
+	})
+	return r
+}
+
+// redirectRisk says why a redirection keeps allow rules from passing its
+// command: it writes a file, or it is a here-document. Duplicating or
+// closing descriptors (2>&1, >&2, >&-) and /dev/null, /dev/stdout and
+// /dev/stderr as targets are fine, and so is input (<, <<<, <&).
+func redirectRisk(src string, r *syntax.Redirect) string {
+	target := ""
+	if r.Word != nil {
+		target = unquote(src, r.Word.Parts, false)
+	}
+	switch r.Op {
+	case syntax.RdrIn, syntax.DplIn, syntax.WordHdoc:
+		return ""
+	case syntax.Hdoc, syntax.DashHdoc:
+		return "here-document"
+	case syntax.DplOut:
+		t := strings.TrimSuffix(target, "-")
+		if target == "-" || t != "" && strings.Trim(t, "0123456789") == "" {
+			return "" // a descriptor: 2>&1, >&2, >&-
+		}
+	}
+	switch target {
+	case "/dev/null", "/dev/stdout", "/dev/stderr":
+		return ""
+	}
+	return "file write"
+}
+
+// heredocBody is the text of a here-document as a shell reading it as a
+// script (sh <<EOF) would see it.
+func heredocBody(src string, w *syntax.Word) string {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteString(slice(src, p))
+		}
+	}
+	return b.String()
+}
+
+// braces expands a word's brace expansion ({rm,-f,V}, r{m,}), at most max
+// words; ok is false when it has none.
+func braces(src string, w word, max int) ([]word, bool) {
+	if w.node == nil {
+		return nil, false
+	}
+	cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.node.Parts...)}
+	if !syntax.SplitBraces(cp) {
+		return nil, false
+	}
+	var out []word
+	for e, err := range expand.BracesSeq(&expand.Config{}, cp) {
+		if err != nil || len(out) >= max {
+			break
+		}
+		if t := unquote(src, e.Parts, false); t != "" {
+			out = append(out, word{raw: t, text: t})
+		}
+	}
+	return out, len(out) > 0
+}
+
+// Split cuts a shell line into its simple commands at unquoted ;, &, &&, ||,
+// | and newlines, trimming each and dropping empty ones. Quotes are
+// respected so `echo "a;b"` stays whole, redirections (2>&1, &>f, >|f) are
+// not cut, and a backslash-newline joins lines as in the shell. Leading "("
+// and "{ " and trailing ")" and " }" of groups are dropped, so
+// "(cd x && make)" yields "cd x" and "make". The checks do not use it: it
+// shows a line's parts as written. A line the parser cannot read, even
+// completing a missing token or two, is one part.
+func Split(command string) []string {
+	f, err := syntax.NewParser(syntax.KeepComments(true)).Parse(strings.NewReader(command), "")
+	if err != nil {
+		f, err = parseRecovering(command)
+	}
+	if err != nil {
+		if s := trimGroup(strings.ReplaceAll(command, "\\\n", "")); s != "" {
+			return []string{s}
+		}
+		return nil
+	}
+	// Separators are the ; & | and newline characters outside words,
+	// redirection operators, comments and arithmetic.
+	inside := make([]bool, len(command)+1)
+	protect := func(start, end int) {
+		for i := max(start, 0); i < min(end, len(command)); i++ {
+			inside[i] = true
+		}
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Word, *syntax.Comment, *syntax.ArithmCmd, *syntax.TestClause:
+			if start, end, ok := span(n); ok {
+				protect(start, end)
+			}
+		case *syntax.Redirect:
+			start := int(n.OpPos.Offset())
+			protect(start, start+len(n.Op.String()))
+		}
+		return true
+	})
+	var parts []string
+	var cur strings.Builder
+	flush := func() {
+		if s := trimGroup(cur.String()); s != "" {
+			parts = append(parts, s)
+		}
+		cur.Reset()
+	}
+	for i := 0; i < len(command); i++ {
+		c := command[i]
+		switch {
+		case inside[i]:
+			cur.WriteByte(c)
+		case c == '\\' && i+1 < len(command) && command[i+1] == '\n':
+			i++ // line continuation
+		case c == ';' || c == '&' || c == '|' || c == '\n':
+			flush()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return parts
+}
+
+// trimGroup trims blanks and the grouping around a part: "(" and ")", and
+// "{" and "}" standing as words.
+func trimGroup(s string) string {
+	for {
+		s = strings.TrimSpace(s)
+		n := len(s)
+		switch {
+		case n == 0:
+			return s
+		case s[0] == '(':
+			s = s[1:]
+		case s[n-1] == ')' && !strings.HasSuffix(s, "\\)"):
+			s = s[:n-1]
+		case s == "{" || s == "}":
+			return ""
+		case s[0] == '{' && isBlank(rune(s[1])):
+			s = s[1:]
+		case s[n-1] == '}' && isBlank(rune(s[n-2])):
+			s = s[:n-1]
+		default:
+			return s
+		}
+	}
 }
 
 func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// parseSimple splits one simple command into words and redirections. Unquoted
-// ( and ) are words of their own, as they are shell metacharacters.
-func parseSimple(s string) simple {
-	rs := []rune(s)
-	var out simple
-	i := 0
-	for {
-		for i < len(rs) && isBlank(rs[i]) {
-			i++
-		}
-		if i >= len(rs) {
-			return out
-		}
-		if op, n := redirOp(rs, i); n > 0 {
-			i = out.addRedirect(rs, i+n, op)
-			continue
-		}
-		if rs[i] == '(' || rs[i] == ')' {
-			out.words = append(out.words, word{raw: string(rs[i]), text: string(rs[i])})
-			i++
-			continue
-		}
-		w, j := lexWord(rs, i)
-		if j == i { // a character lexWord stops at without consuming it
-			w, j = word{raw: string(rs[i]), text: string(rs[i])}, i+1
-		}
-		i = j
-		// "2>file", "{fd}>file": the word is the descriptor of a redirection.
-		if op, n := redirOp(rs, i); n > 0 && isFD(w) {
-			i = out.addRedirect(rs, i+n, w.raw+op)
-			continue
-		}
-		out.words = append(out.words, w)
-	}
-}
-
-func (s *simple) addRedirect(rs []rune, i int, op string) int {
-	for i < len(rs) && (rs[i] == ' ' || rs[i] == '\t') {
-		i++
-	}
-	target, j := lexWord(rs, i)
-	s.redirs = append(s.redirs, redirect{op: op, target: target})
-	return j
-}
-
-// isFD reports whether a word written right before a redirection operator is
-// its file descriptor: digits, or {name}.
-func isFD(w word) bool {
-	if w.quoted || w.raw == "" {
-		return false
-	}
-	if strings.HasPrefix(w.raw, "{") && strings.HasSuffix(w.raw, "}") && len(w.raw) > 2 {
-		return isName(w.raw[1 : len(w.raw)-1])
-	}
-	return strings.Trim(w.raw, "0123456789") == ""
-}
-
-// redirOp returns the redirection operator at rs[i] and its length, or 0.
-// <( and >( are process substitutions, not redirections.
-func redirOp(rs []rune, i int) (string, int) {
-	if i >= len(rs) {
-		return "", 0
-	}
-	rest := string(rs[i:min(i+3, len(rs))])
-	for _, op := range []string{"&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&"} {
-		if strings.HasPrefix(rest, op) {
-			return op, len(op)
-		}
-	}
-	if (rs[i] == '<' || rs[i] == '>') && (i+1 >= len(rs) || rs[i+1] != '(') {
-		return string(rs[i]), 1
-	}
-	return "", 0
-}
-
-// lexWord reads one word starting at rs[i] and returns it and the index
-// after it. It stops at blanks, unquoted ( ), redirection operators and the
-// end.
-func lexWord(rs []rune, i int) (word, int) {
-	start := i
-	var text []rune
-	quoted := false
-	for i < len(rs) {
-		c := rs[i]
-		next := rune(0)
-		if i+1 < len(rs) {
-			next = rs[i+1]
-		}
-		switch {
-		case isBlank(c), c == '(', c == ')':
-			return word{raw: string(rs[start:i]), text: string(text), quoted: quoted}, i
-		case (c == '<' || c == '>') && next == '(': // process substitution
-			j := skipParens(rs, i+1)
-			text = append(text, rs[i:j]...)
-			i = j
-		case c == '<', c == '>', c == '&' && next == '>':
-			return word{raw: string(rs[start:i]), text: string(text), quoted: quoted}, i
-		case c == '\\':
-			quoted = true
-			if next != 0 && next != '\n' {
-				text = append(text, next)
-			}
-			i = min(i+2, len(rs))
-		case c == '\'':
-			quoted = true
-			j := i + 1
-			for j < len(rs) && rs[j] != '\'' {
-				j++
-			}
-			text = append(text, rs[i+1:j]...)
-			i = min(j+1, len(rs))
-		case c == '$' && next == '\'':
-			quoted = true
-			var j int
-			text, j = ansiC(rs, i+2, text)
-			i = j
-		case c == '$' && next == '"': // locale quoting reads like "…"
-			i++
-		case c == '"':
-			quoted = true
-			j := i + 1
-			for j < len(rs) && rs[j] != '"' {
-				switch {
-				case rs[j] == '\\' && j+1 < len(rs) && strings.ContainsRune("\\$`\"\n", rs[j+1]):
-					if rs[j+1] != '\n' {
-						text = append(text, rs[j+1])
-					}
-					j += 2
-				case rs[j] == '$' && j+1 < len(rs) && rs[j+1] == '(':
-					k := skipParens(rs, j+1)
-					text = append(text, rs[j:k]...)
-					j = k
-				case rs[j] == '`':
-					k := skipBackticks(rs, j)
-					text = append(text, rs[j:k]...)
-					j = k
-				default:
-					text = append(text, rs[j])
-					j++
-				}
-			}
-			i = min(j+1, len(rs))
-		case c == '$' && next == '(':
-			j := skipParens(rs, i+1)
-			text = append(text, rs[i:j]...)
-			i = j
-		case c == '$' && next == '{':
-			j := skipBraces(rs, i+1)
-			text = append(text, rs[i:j]...)
-			i = j
-		case c == '`':
-			j := skipBackticks(rs, i)
-			text = append(text, rs[i:j]...)
-			i = j
-		default:
-			text = append(text, c)
-			i++
-		}
-	}
-	return word{raw: string(rs[start:i]), text: string(text), quoted: quoted}, i
-}
-
-// ansiC decodes the body of $'…' starting at rs[i] onto text and returns the
-// index after the closing quote.
-func ansiC(rs []rune, i int, text []rune) ([]rune, int) {
-	for i < len(rs) && rs[i] != '\'' {
-		if rs[i] != '\\' || i+1 >= len(rs) {
-			text = append(text, rs[i])
-			i++
-			continue
-		}
-		// Let Go decode \n, \t, \xHH, \NNN, \uXXXX…; anything else is the
-		// character itself.
-		esc := string(rs[i:min(i+10, len(rs))])
-		if v, _, tail, err := strconv.UnquoteChar(esc, '\''); err == nil {
-			text = append(text, v)
-			i += len([]rune(esc)) - len([]rune(tail))
-			continue
-		}
-		text = append(text, rs[i+1])
-		i += 2
-	}
-	return text, min(i+1, len(rs))
-}
-
-// skipParens returns the index after the ")" that closes the "(" at rs[i]
-// (or len(rs)), skipping quoted text.
-func skipParens(rs []rune, i int) int { return skipNested(rs, i, '(', ')') }
-
-// skipBraces is skipParens for ${…}.
-func skipBraces(rs []rune, i int) int { return skipNested(rs, i, '{', '}') }
-
-func skipNested(rs []rune, i int, open, close rune) int {
-	depth := 0
-	var quote rune
-	for ; i < len(rs); i++ {
-		c := rs[i]
-		switch {
-		case c == '\\' && quote != '\'':
-			i++
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == open:
-			depth++
-		case c == close:
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return len(rs)
-}
-
-// skipBackticks returns the index after the backtick closing the one at
-// rs[i] (or len(rs)).
-func skipBackticks(rs []rune, i int) int {
-	for i++; i < len(rs); i++ {
-		switch rs[i] {
-		case '\\':
-			i++
-		case '`':
-			return i + 1
-		}
-	}
-	return len(rs)
-}
-
-// substitutions returns the bodies of the command substitutions ($(…),
-// `…`) and process substitutions (<(…), >(…)) in a line, outermost first.
-func substitutions(command string) []string {
-	rs := []rune(command)
-	var out []string
-	single, double := false, false
-	for i := 0; i < len(rs); i++ {
-		c := rs[i]
-		switch {
-		case single:
-			if c == '\'' {
-				single = false
-			}
-		case c == '\\':
-			i++
-		case c == '\'' && !double:
-			single = true
-		case c == '"':
-			double = !double
-		case c == '`':
-			j := skipBackticks(rs, i)
-			end := j
-			if end > i+1 && rs[end-1] == '`' {
-				end--
-			}
-			out = append(out, string(rs[i+1:end]))
-			i = j - 1
-		case (c == '$' || !double && (c == '<' || c == '>')) && i+1 < len(rs) && rs[i+1] == '(':
-			j := skipParens(rs, i+1)
-			end := j
-			if end > i+2 && rs[end-1] == ')' {
-				end--
-			}
-			out = append(out, string(rs[i+2:end]))
-			i = j - 1
-		}
-	}
-	return out
-}
-
 // isName reports whether s is a shell variable name.
 func isName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return syntax.ValidName(s)
 }
 
 // isAssignment reports whether a word is NAME=value, NAME+=value or
@@ -335,111 +394,7 @@ func isAssignment(w string) bool {
 	return isName(name)
 }
 
-// reserved are the words the shell reads as syntax, not as a program, at
-// the start of a simple command.
-var reserved = map[string]bool{
-	"!": true, "{": true, "}": true, "(": true, ")": true, "if": true, "then": true,
-	"else": true, "elif": true, "fi": true, "do": true, "done": true, "while": true,
-	"until": true, "esac": true, "coproc": true,
-}
-
-// stripKeywords drops the shell syntax in front of the command of a part:
-// reserved words, `time [-p]`, function heads (`f() {`, `function f {`) and
-// `case WORD in`. A `for`/`select` head runs nothing and yields no words.
-// casePatterns also drops a leading `PATTERN )`, which is ambiguous (it
-// could close a subshell), so only deny matching, which tries every
-// reading, uses it. Trailing ) and } words are dropped too.
-func stripKeywords(words []word, casePatterns bool) []word {
-	for len(words) > 0 {
-		w := words[0]
-		if w.quoted {
-			break
-		}
-		if reserved[w.raw] {
-			words = words[1:]
-			continue
-		}
-		switch w.raw {
-		case "time":
-			words = words[1:]
-			if len(words) > 0 && words[0].raw == "-p" {
-				words = words[1:]
-			}
-			continue
-		case "for", "select":
-			if len(words) >= 3 && words[2].raw == "do" {
-				words = words[3:]
-				continue
-			}
-			return nil
-		case "case":
-			if len(words) >= 3 && words[2].raw == "in" {
-				words = words[3:]
-				continue
-			}
-			return nil
-		case "function":
-			words = words[min(2, len(words)):]
-			if len(words) >= 2 && words[0].raw == "(" && words[1].raw == ")" {
-				words = words[2:]
-			}
-			continue
-		}
-		if len(words) >= 3 && words[1].raw == "(" && words[2].raw == ")" {
-			words = words[3:]
-			continue
-		}
-		if casePatterns && len(words) >= 2 && words[1].raw == ")" {
-			words = words[2:]
-			continue
-		}
-		break
-	}
-	for len(words) > 0 {
-		last := words[len(words)-1]
-		if last.quoted || last.raw != ")" && last.raw != "}" {
-			break
-		}
-		words = words[:len(words)-1]
-	}
-	return words
-}
-
-// writes reports whether the command writes a file through a redirection.
-// Duplicating or closing descriptors (2>&1, >&2, >&-) and /dev/null,
-// /dev/stdout and /dev/stderr as targets do not count.
-func (s simple) writes() bool {
-	for _, r := range s.redirs {
-		op := strings.TrimLeft(r.op, "0123456789")
-		if strings.HasPrefix(op, "{") {
-			op = op[strings.IndexByte(op, '}')+1:]
-		}
-		switch op {
-		case ">&":
-			t := strings.TrimSuffix(r.target.text, "-")
-			if r.target.text == "-" || t != "" && strings.Trim(t, "0123456789") == "" {
-				continue // a descriptor: 2>&1, >&2, >&-
-			}
-		case ">", ">>", ">|", "&>", "&>>", "<>":
-		default:
-			continue // input: <, <<, <<<, <&
-		}
-		switch r.target.text {
-		case "/dev/null", "/dev/stdout", "/dev/stderr":
-			continue
-		}
-		return true
-	}
-	return false
-}
-
-func joinRaw(ws []word) string {
-	s := make([]string, len(ws))
-	for i, w := range ws {
-		s[i] = w.raw
-	}
-	return strings.Join(s, " ")
-}
+func joinRaw(ws []word) string { return strings.Join(rawWords(ws), " ") }
 
 func joinText(ws []word) string {
 	s := make([]string, len(ws))
