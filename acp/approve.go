@@ -83,7 +83,7 @@ func always(sub tools.Subject) (keys []string, name string) {
 	name = alwaysName(keys)
 	if len(keys) == 0 {
 		keys = permission.Programs(sub.Text)
-		name = alwaysName(keys) + " (lines like this one, which set variables, write files or substitute commands, are still asked)"
+		name = alwaysName(keys) + " (lines like this one, which set variables, write files, substitute commands or use shell constructs such as functions or here-documents, are still asked)"
 	}
 	return keys, name
 }
