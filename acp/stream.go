@@ -61,32 +61,40 @@ func (l *lockedWriter) reply(p []byte) (int, error) {
 }
 
 // header is what the input filter decodes of every frame, once. Its types
-// accept exactly what the SDK's own envelope accepts (so a frame the filter
-// passes is one the SDK will decode); params is read only for its
-// sessionId and never fails the decode (the SDK answers bad params itself).
+// accept exactly what the SDK's own envelope accepts, so a frame the filter
+// passes is one the SDK will decode; params is read only for its sessionId.
 type header struct {
+	envelope
+	Params struct {
+		SessionID json.RawMessage `json:"sessionId"`
+	} `json:"params"`
+}
+
+type envelope struct {
 	JSONRPC *string              `json:"jsonrpc"`
 	ID      json.RawMessage      `json:"id"`
 	Method  *string              `json:"method"`
-	Params  paramsHead           `json:"params"`
 	Result  json.RawMessage      `json:"result"`
 	Error   *acpsdk.RequestError `json:"error"`
 }
 
-type paramsHead struct {
-	sessionID json.RawMessage
-}
-
-func (p *paramsHead) UnmarshalJSON(b []byte) error {
-	if len(b) == 0 || b[0] != '{' {
-		return nil
+// unmarshalHeader decodes line into h. Params that are not an object are
+// not the filter's business (the SDK answers them with Invalid params), but
+// the decoder reports only the first type error of a frame: then the frame
+// is decoded again without looking into params, for the errors after it.
+func unmarshalHeader(line []byte, h *header) error {
+	err := json.Unmarshal(line, h)
+	var typ *json.UnmarshalTypeError
+	if !errors.As(err, &typ) || typ.Field != "params" {
+		return err
 	}
-	var v struct {
-		SessionID json.RawMessage `json:"sessionId"`
+	var e struct {
+		envelope
+		Params json.RawMessage `json:"params"`
 	}
-	_ = json.Unmarshal(b, &v) // cannot fail: an object into raw members
-	p.sessionID = v.SessionID
-	return nil
+	err = json.Unmarshal(line, &e)
+	h.envelope = e.envelope
+	return err
 }
 
 // isNotification: no id, or a null one, which the SDK treats alike (it
@@ -98,7 +106,7 @@ func (h *header) isNotification() bool {
 // sessionID returns params.sessionId when it is a string.
 func (h *header) sessionID() (string, bool) {
 	var s string
-	if len(h.Params.sessionID) == 0 || json.Unmarshal(h.Params.sessionID, &s) != nil {
+	if len(h.Params.SessionID) == 0 || json.Unmarshal(h.Params.SessionID, &s) != nil {
 		return "", false
 	}
 	return s, true
@@ -118,7 +126,7 @@ func decodeHeader(line []byte) (header, *rejection) {
 	if !utf8.Valid(line) {
 		return h, &rejection{code: -32700, msg: "Parse error: not valid UTF-8"}
 	}
-	err := json.Unmarshal(line, &h)
+	err := unmarshalHeader(line, &h)
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {

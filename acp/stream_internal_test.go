@@ -39,6 +39,7 @@ func TestDecodeHeader(t *testing.T) {
 		{name: "array id", line: `{"jsonrpc":"2.0","id":[7],"method":"initialize"}`, wantCode: -32600, wantID: "null"},
 		{name: "object id", line: `{"jsonrpc":"2.0","id":{},"method":"initialize"}`, wantCode: -32600, wantID: "null"},
 		{name: "boolean id", line: `{"jsonrpc":"2.0","id":true,"method":"initialize"}`, wantCode: -32600, wantID: "null"},
+		{name: "bad params, then a bad method", line: `{"jsonrpc":"2.0","id":1,"params":[1],"method":5}`, wantCode: -32600, wantID: "1"},
 		{name: "malformed error member", line: `{"jsonrpc":"2.0","id":3,"error":{"code":"x"}}`, wantCode: -32600, wantID: "null"},
 	}
 	for _, tt := range tests {
