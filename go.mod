@@ -3,7 +3,7 @@ module github.com/dsh-acp/dsh-acp
 go 1.26.0
 
 require (
-	github.com/coder/acp-go-sdk v0.13.0
+	github.com/coder/acp-go-sdk v0.13.5
 	github.com/google/go-cmp v0.7.0
 	github.com/google/uuid v1.6.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0

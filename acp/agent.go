@@ -51,7 +51,10 @@ type Agent struct {
 	opts Options
 	log  *zap.Logger
 
-	replies replies
+	order *order
+	// slots: one token per notification handed to the SDK and not yet
+	// handled (see inbound.passNotification).
+	slots chan struct{}
 
 	// mu guards conn and terminalOutput.
 	mu   sync.Mutex
@@ -76,17 +79,19 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Agent{opts: opts, log: log}, nil
+	return &Agent{opts: opts, log: log, order: newOrder(log), slots: make(chan struct{}, notifyWindow)}, nil
 }
 
 // Serve speaks ACP over in/out until the peer closes in or ctx is done, then
 // cancels every turn and closes every session. Only protocol frames are
-// written to out. Malformed lines are answered with JSON-RPC parse errors
-// (the SDK would drop them silently).
+// written to out. Malformed frames are answered with JSON-RPC errors (the
+// SDK would drop them silently, or close the connection); see inbound.
+// Serve is called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := &lockedWriter{w: out, written: a.replies.written}
-	filtered := filterInput(in, w, a.log, a.wireOrder)
-	conn := acpsdk.NewAgentSideConnection(a, w, filtered)
+	stop := make(chan struct{})
+	w := &lockedWriter{w: out, written: a.order.written}
+	sdkIn := a.filterInput(in, w, stop)
+	conn := acpsdk.NewAgentSideConnection(a, w, sdkIn)
 	conn.SetLogger(logbridge.New(a.log.Named("sdk")))
 	a.mu.Lock()
 	a.conn = conn
@@ -102,9 +107,12 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// request already read: a client that writes a request and closes its
 	// end at once still gets its answer.
 	a.opts.Sessions.CloseAll()
-	if !a.replies.waitAll(replyGrace) {
+	if !a.order.waitAll(replyGrace) {
 		a.log.Warn("shutting down with replies still unwritten")
 	}
+	// Unblock the filter and end the SDK's reader, if still running.
+	close(stop)
+	sdkIn.Close()
 	return nil
 }
 

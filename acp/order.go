@@ -1,60 +1,286 @@
 package acp
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-)
 
-// Keys that carry a prompt's wire sequence number and request id from the
-// input filter to the Prompt handler, inside the request's _meta (the SDK
-// hands handlers nothing else of the frame).
-const (
-	seqKey = "dsh-acp/wireSeq"
-	idKey  = "dsh-acp/wireId"
+	"github.com/dsh-acp/dsh-acp/sessions"
 )
 
 // replyGrace bounds how long a finished turn waits for the SDK to write its
-// reply before letting the next turn of the session start anyway.
+// reply before letting the next turn of the session start anyway, and how
+// long shutdown waits for the replies owed.
 const replyGrace = 5 * time.Second
 
-// replies tracks the replies owed for requests read and not yet written.
-// A turn superseded by a newer prompt lets the newer one start only once its
-// own reply is on the wire, so the editor never sees the new turn's updates
-// before the old prompt's "cancelled"; and shutdown waits for all of them.
-type replies struct {
-	// mu guards waiting.
-	mu      sync.Mutex
-	waiting map[string]chan struct{}
+// order is the wire order: what the input filter read, in the order it read
+// it, set against what the SDK's handlers do. The SDK handles every request
+// on its own goroutine and notifications on another, so without it a
+// session/cancel written right after its session/prompt could be handled
+// first and lost, and of two back-to-back prompts the older could supersede
+// the newer.
+//
+//   - Each prompt of a known session gets a ticket when read: its place among
+//     the session's prompts and its request id. A cancel covers every prompt
+//     read before it, begun or not.
+//   - The SDK hands a handler nothing of the frame but its params, so the
+//     ticket travels out of band: a session has at most one prompt handed to
+//     the SDK whose handler has not yet claimed its ticket ("in transit");
+//     later prompts of that session are held back until it is claimed (or
+//     its reply written, when the SDK rejected it before any handler ran).
+//     The frames themselves are forwarded as read, byte for byte.
+//   - Every request read owes a reply; replies are recognised by decoding
+//     what is written. A superseded turn lets the next one start only once
+//     its reply is on the wire, so the editor sees "cancelled" before the new
+//     turn's updates; shutdown waits for them all.
+type order struct {
+	log *zap.Logger
+	// forward hands a held-back prompt frame to the SDK; set before the
+	// first frame is read.
+	forward func(frame []byte)
+
+	// mu guards the fields below.
+	mu       sync.Mutex
+	sessions map[string]*sessionOrder
+	// awaited: request id (idKey) → closed once its reply was written.
+	awaited map[string]chan struct{}
+	// transit: request id of a prompt in transit → its session.
+	transit map[string]string
+	// held counts frames held back or being forwarded; changed is closed
+	// and replaced whenever it drops.
+	held    int
+	changed chan struct{}
 }
 
-func (r *replies) expect(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.waiting == nil {
-		r.waiting = map[string]chan struct{}{}
-	}
-	if _, dup := r.waiting[id]; !dup {
-		r.waiting[id] = make(chan struct{})
+type sessionOrder struct {
+	read             uint64 // prompts read
+	cancelledThrough uint64 // the last prompt a cancel covered
+	// live: turns begun and not ended, by ticket; a cancel ends them.
+	live    map[sessions.Ticket]context.CancelCauseFunc
+	transit *ticket
+	waiting []heldPrompt
+	closed  bool
+}
+
+// ticket is a prompt's place in its session's order (1, 2, …; 0: none, the
+// prompt did not come through the filter) and its request id.
+type ticket struct {
+	seq sessions.Ticket
+	id  string
+}
+
+type heldPrompt struct {
+	ticket
+	frame []byte
+}
+
+func newOrder(log *zap.Logger) *order {
+	return &order{
+		log:      log,
+		sessions: map[string]*sessionOrder{},
+		awaited:  map[string]chan struct{}{},
+		transit:  map[string]string{},
+		changed:  make(chan struct{}),
 	}
 }
 
-// waitAll waits until every awaited reply was written, or timeout.
-func (r *replies) waitAll(timeout time.Duration) bool {
+func (o *order) session(sid string) *sessionOrder {
+	so := o.sessions[sid]
+	if so == nil {
+		so = &sessionOrder{live: map[sessions.Ticket]context.CancelCauseFunc{}}
+		o.sessions[sid] = so
+	}
+	return so
+}
+
+// promptRead records a prompt of a known session as read, with request id
+// key id. It reports whether frame may be forwarded now; if not, order
+// forwards it itself once the session's prompt in transit is claimed.
+func (o *order) promptRead(sid, id string, frame []byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	so := o.session(sid)
+	so.read++
+	tk := ticket{seq: sessions.Ticket(so.read), id: id}
+	if so.transit != nil {
+		so.waiting = append(so.waiting, heldPrompt{ticket: tk, frame: frame})
+		o.held++
+		return false
+	}
+	so.transit = &tk
+	o.transit[id] = sid
+	return true
+}
+
+// cancelRead records a cancel of a known session as read: it covers every
+// prompt read so far, and ends the turns that began.
+func (o *order) cancelRead(sid string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	so := o.session(sid)
+	so.cancelledThrough = so.read
+	for _, cancel := range so.live {
+		cancel(sessions.ErrCancelled)
+	}
+}
+
+// claim is the first thing a prompt handler does: it takes the session's
+// ticket in transit (the zero ticket if none: a prompt that did not come
+// through the filter) and lets the next held prompt go.
+func (o *order) claim(sid string) ticket {
+	o.mu.Lock()
+	so := o.sessions[sid]
+	if so == nil || so.transit == nil {
+		o.mu.Unlock()
+		return ticket{}
+	}
+	tk := *so.transit
+	delete(o.transit, tk.id)
+	next := o.advance(sid, so)
+	o.mu.Unlock()
+	o.send(next)
+	return tk
+}
+
+// advance puts the session's next held prompt in transit and returns its
+// frame (nil if none). Called with mu held.
+func (o *order) advance(sid string, so *sessionOrder) []byte {
+	so.transit = nil
+	if len(so.waiting) == 0 {
+		o.tidy(sid, so)
+		return nil
+	}
+	next := so.waiting[0]
+	so.waiting = so.waiting[1:]
+	so.transit = &next.ticket
+	o.transit[next.id] = sid
+	return next.frame
+}
+
+// send forwards a released frame off the caller's goroutine: the caller may
+// be a handler or the output writer, neither of which should wait for the
+// SDK to read a large frame. held drops once the frame is written.
+func (o *order) send(frame []byte) {
+	if frame == nil {
+		return
+	}
+	go func() {
+		o.forward(frame)
+		o.mu.Lock()
+		o.held--
+		close(o.changed)
+		o.changed = make(chan struct{})
+		o.mu.Unlock()
+	}()
+}
+
+// waitHeld waits until no frame is held back, or timeout: at end of input
+// the filter closes the SDK's input only once every frame read reached it.
+func (o *order) waitHeld(timeout time.Duration) bool {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
-		r.mu.Lock()
+		o.mu.Lock()
+		n, ch := o.held, o.changed
+		o.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return false
+		}
+	}
+}
+
+// beginTurn begins the turn of a prompt with ticket tk on s: already
+// cancelled if a cancel read after the prompt covers it, superseded if a
+// newer prompt of the session began (see sessions.Ticket); otherwise it is
+// live until end, and a cancel read meanwhile ends it.
+func (o *order) beginTurn(ctx context.Context, s *sessions.Session, tk ticket) (context.Context, func(), error) {
+	parent, cancel := context.WithCancelCause(ctx)
+	o.mu.Lock()
+	so := o.sessions[s.ID]
+	switch {
+	case tk.seq == 0 || so == nil:
+	case uint64(tk.seq) <= so.cancelledThrough:
+		cancel(sessions.ErrCancelled)
+	default:
+		so.live[tk.seq] = cancel
+	}
+	o.mu.Unlock()
+	tctx, end, err := s.BeginTurn(parent, tk.seq)
+	if err != nil {
+		o.ended(s.ID, tk.seq)
+		cancel(nil)
+		return nil, nil, err
+	}
+	return tctx, func() {
+		o.ended(s.ID, tk.seq)
+		end()
+		cancel(nil)
+	}, nil
+}
+
+func (o *order) ended(sid string, seq sessions.Ticket) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if so := o.sessions[sid]; so != nil && seq != 0 {
+		delete(so.live, seq)
+		o.tidy(sid, so)
+	}
+}
+
+// forget drops a closed session's order once nothing of it is pending.
+func (o *order) forget(sid string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if so := o.sessions[sid]; so != nil {
+		so.closed = true
+		o.tidy(sid, so)
+	}
+}
+
+// tidy deletes a closed session with nothing pending. Called with mu held.
+func (o *order) tidy(sid string, so *sessionOrder) {
+	if so.closed && so.transit == nil && len(so.waiting) == 0 && len(so.live) == 0 {
+		delete(o.sessions, sid)
+	}
+}
+
+// expect records that a reply to request id (an idKey) is owed.
+func (o *order) expect(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, dup := o.awaited[id]; !dup {
+		o.awaited[id] = make(chan struct{})
+	}
+}
+
+// done returns a channel closed once the reply to id was written; nil when
+// id is not awaited.
+func (o *order) done(id string) <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.awaited[id]
+}
+
+// waitAll waits until every awaited reply was written, or timeout.
+func (o *order) waitAll(timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		o.mu.Lock()
 		var ch chan struct{}
-		for _, c := range r.waiting {
+		for _, c := range o.awaited {
 			ch = c
 			break
 		}
-		r.mu.Unlock()
+		o.mu.Unlock()
 		if ch == nil {
 			return true
 		}
@@ -66,118 +292,45 @@ func (r *replies) waitAll(timeout time.Duration) bool {
 	}
 }
 
-// done returns a channel closed once the reply to id was written; nil when
-// id is not awaited.
-func (r *replies) done(id string) <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.waiting[id]
-}
-
-// written looks at an outgoing frame; a reply to an awaited prompt releases
-// its waiters. Only replies and agent requests start with an id, so
-// notifications — the bulk of the traffic — are not decoded.
-func (r *replies) written(frame []byte) {
-	if !bytes.HasPrefix(frame, []byte(`{"jsonrpc":"2.0","id":`)) {
+// written looks at a frame the agent wrote. A reply (an id and no method,
+// whatever the order of its members) releases the waiters of its request;
+// if that request was a prompt still in transit, the SDK answered it
+// without running our handler, and the session's next prompt may go.
+func (o *order) written(frame []byte) {
+	o.mu.Lock()
+	idle := len(o.awaited) == 0
+	o.mu.Unlock()
+	if idle {
 		return
 	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+		Method *string         `json:"method"`
 	}
-	if json.Unmarshal(frame, &msg) != nil || msg.Method != "" {
+	if json.Unmarshal(frame, &msg) != nil || msg.Method != nil || !validID(msg.ID) {
 		return
 	}
-	key := compactID(msg.ID)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if ch, ok := r.waiting[key]; ok {
+	key := idKey(msg.ID)
+	o.mu.Lock()
+	if ch, ok := o.awaited[key]; ok {
 		close(ch)
-		delete(r.waiting, key)
+		delete(o.awaited, key)
 	}
+	var next []byte
+	if sid, ok := o.transit[key]; ok {
+		delete(o.transit, key)
+		if so := o.sessions[sid]; so != nil && so.transit != nil && so.transit.id == key {
+			next = o.advance(sid, so)
+		}
+	}
+	o.mu.Unlock()
+	o.send(next)
 }
 
-func compactID(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
-}
-
-// wireOrder records, in the order frames are read, each session's prompts
-// and cancels. The SDK handles every request on its own goroutine and
-// notifications on another, so without this a session/cancel written right
-// after its session/prompt could be handled first and lost, and of two
-// back-to-back prompts the older could supersede the newer.
-//
-// It also notes every request whose reply is owed, so that shutdown can wait
-// for the replies to requests already read (see Serve).
-func (a *Agent) wireOrder(line []byte) []byte {
-	var head struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(line, &head) == nil && head.Method != "" && len(head.ID) > 0 && string(head.ID) != "null" {
-		a.replies.expect(compactID(head.ID))
-	}
-	if !bytes.Contains(line, []byte(`"session/prompt"`)) && !bytes.Contains(line, []byte(`"session/cancel"`)) {
-		return line
-	}
-	var frame map[string]json.RawMessage
-	if json.Unmarshal(line, &frame) != nil {
-		return line
-	}
-	var method string
-	if json.Unmarshal(frame["method"], &method) != nil {
-		return line
-	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(frame["params"], &params) != nil {
-		return line
-	}
-	var sid string
-	if json.Unmarshal(params["sessionId"], &sid) != nil {
-		return line
-	}
-	s, err := a.opts.Sessions.Get(sid)
-	if err != nil {
-		return line // the handler answers "not found"
-	}
-	switch {
-	case method == "session/cancel":
-		s.CancelArrived()
-		return line
-	case method != "session/prompt" || len(frame["id"]) == 0 || string(frame["id"]) == "null":
-		// A prompt without an id (or with a null one) is a notification
-		// to the SDK: no reply will ever be written to wait for.
-		return line
-	}
-	seq := s.PromptArrived()
-	id := compactID(frame["id"])
-	meta := map[string]json.RawMessage{}
-	if raw := params["_meta"]; len(raw) > 0 && json.Unmarshal(raw, &meta) != nil {
-		meta = map[string]json.RawMessage{}
-	}
-	meta[seqKey] = json.RawMessage(strconv.FormatUint(seq, 10))
-	meta[idKey], _ = json.Marshal(id)
-	var err1, err2 error
-	params["_meta"], err1 = json.Marshal(meta)
-	frame["params"], err2 = json.Marshal(params)
-	out, err3 := json.Marshal(frame)
-	if err1 != nil || err2 != nil || err3 != nil {
-		a.log.Warn("could not tag prompt with its wire order", zap.String("session", sid))
-		return line
-	}
-	return out
-}
-
-// afterReply runs end once the reply to the prompt whose _meta carries its
-// wire id has been written (or after replyGrace); at once for a prompt that
-// did not come through the filter.
-func (a *Agent) afterReply(meta map[string]any, end func()) {
-	id, _ := meta[idKey].(string)
-	done := a.replies.done(id)
+// afterReply runs end once the reply to request id has been written (or
+// after replyGrace); at once for a prompt the filter did not see.
+func (a *Agent) afterReply(id string, end func()) {
+	done := a.order.done(id)
 	if done == nil {
 		end()
 		return
@@ -194,11 +347,30 @@ func (a *Agent) afterReply(meta map[string]any, end func()) {
 	}()
 }
 
-// promptSeq reads the sequence number wireOrder put in a prompt's _meta;
-// 0 when absent (a caller that bypasses the filter).
-func promptSeq(meta map[string]any) uint64 {
-	if f, ok := meta[seqKey].(float64); ok && f > 0 {
-		return uint64(f)
+// validID reports whether raw is an id JSON-RPC allows in a request: a
+// string, a number or null. Anything else (an array, an object, a boolean)
+// is an invalid request.
+func validID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
 	}
-	return 0
+	switch c := raw[0]; {
+	case c == '"', c == 'n', c == '-', c >= '0' && c <= '9':
+		return true
+	}
+	return false
+}
+
+// idKey is a valid request id as the reply to it will carry it: the SDK
+// echoes the id's bytes, but re-encoded (a string may come back with "<"
+// written as \u003c, "/" unescaped), so strings are keyed by their value
+// and numbers by their text.
+func idKey(raw json.RawMessage) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s" + s
+		}
+	}
+	return "n" + string(raw)
 }

@@ -17,6 +17,9 @@ import (
 // never blocked by it.
 func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk.PromptResponse, err error) {
 	defer a.recoverTo("session/prompt", &err)
+	// First of all, so the session's next prompt (held back until then)
+	// can go to the SDK.
+	tk := a.order.claim(string(p.SessionId))
 	s, err := a.opts.Sessions.Get(string(p.SessionId))
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
@@ -30,15 +33,15 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	// The turn is not bound to the SDK's request context: the SDK cancels
 	// that for every session/cancel and newer prompt of the session as its
 	// handlers happen to run, which can hit a prompt written after the
-	// cancel. Cancels, supersedes and shutdown reach the turn through the
-	// session, in wire order (see wireOrder and Serve).
-	tctx, end, err := s.BeginTurn(context.WithoutCancel(ctx), promptSeq(p.Meta))
+	// cancel. Cancels, supersedes and shutdown reach the turn in wire order
+	// (see order and Serve).
+	tctx, end, err := a.order.beginTurn(context.WithoutCancel(ctx), s, tk)
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
 	// The next turn of this session may start once this prompt's reply is
 	// on the wire, not before: the editor must see "cancelled" first.
-	defer a.afterReply(p.Meta, end)
+	defer a.afterReply(tk.id, end)
 	if tctx.Err() != nil {
 		log.Info("prompt superseded before it started", zap.Error(context.Cause(tctx)))
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil

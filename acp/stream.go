@@ -5,18 +5,37 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
+	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 )
 
-// maxLine matches the SDK's own limit for one frame.
-const maxLine = 10 << 20
+// The SDK reads frames with a bufio.Scanner whose buffer may grow to 10 MiB
+// and must hold the newline too: a longer line ends the connection (every
+// session with it). So the longest frame forwarded is one byte shorter.
+const (
+	sdkLineBuffer = 10 << 20
+	maxFrame      = sdkLineBuffer - 1
+	// keepFrame is how much of a line is kept: a frame just over the limit
+	// is still decoded whole (to answer it with its id); of a longer one
+	// only the beginning is kept, to look for its id.
+	keepFrame = maxFrame + 1
+)
+
+// The SDK queues notifications in a channel of 1,024 and closes the
+// connection when it is full (connection.go, receive). notifyWindow bounds
+// the notifications handed to it and not yet handled, well below that.
+const notifyWindow = 256
 
 // lockedWriter makes each Write atomic, so frames written by the SDK and
-// parse errors written by the input filter never interleave on stdout.
-// Every frame is shown to written (if set) once its Write returned.
+// error replies written by the input filter never interleave on stdout.
+// Every frame the SDK writes is shown to written (if set) once its Write
+// returned.
 type lockedWriter struct {
 	written func(frame []byte)
 
@@ -26,62 +45,358 @@ type lockedWriter struct {
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n, err := l.w.Write(p)
+	n, err := l.reply(p)
 	if l.written != nil {
 		l.written(p)
 	}
 	return n, err
 }
 
-// filterInput passes well-formed JSON-RPC lines from in to the returned
-// reader and answers the rest itself: the SDK logs and drops a line that is
-// not JSON, but JSON-RPC 2.0 requires a Parse error (-32700) or Invalid
-// Request (-32600) reply with a null id.
+// reply writes a frame of the filter's own: it answers a frame the SDK never
+// saw, so it releases nobody's waiters.
+func (l *lockedWriter) reply(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// header is what the input filter decodes of every frame, once. Its types
+// accept exactly what the SDK's own envelope accepts, so a frame the filter
+// passes is one the SDK will decode; params is read only for its sessionId.
+type header struct {
+	envelope
+	Params struct {
+		SessionID json.RawMessage `json:"sessionId"`
+	} `json:"params"`
+}
+
+type envelope struct {
+	JSONRPC *string              `json:"jsonrpc"`
+	ID      json.RawMessage      `json:"id"`
+	Method  *string              `json:"method"`
+	Result  json.RawMessage      `json:"result"`
+	Error   *acpsdk.RequestError `json:"error"`
+}
+
+// unmarshalHeader decodes line into h. Params that are not an object are
+// not the filter's business (the SDK answers them with Invalid params), but
+// the decoder reports only the first type error of a frame: then the frame
+// is decoded again without looking into params, for the errors after it.
+func unmarshalHeader(line []byte, h *header) error {
+	err := json.Unmarshal(line, h)
+	var typ *json.UnmarshalTypeError
+	if !errors.As(err, &typ) || typ.Field != "params" {
+		return err
+	}
+	var e struct {
+		envelope
+		Params json.RawMessage `json:"params"`
+	}
+	err = json.Unmarshal(line, &e)
+	h.envelope = e.envelope
+	return err
+}
+
+// isNotification: no id, or a null one, which the SDK treats alike (it
+// never answers either).
+func (h *header) isNotification() bool {
+	return len(h.ID) == 0 || string(h.ID) == "null"
+}
+
+// sessionID returns params.sessionId when it is a string.
+func (h *header) sessionID() (string, bool) {
+	var s string
+	if len(h.Params.SessionID) == 0 || json.Unmarshal(h.Params.SessionID, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// rejection is the error reply owed to a frame not passed on.
+type rejection struct {
+	id   json.RawMessage // nil: null
+	code int
+	msg  string
+}
+
+// decodeHeader decodes line into a header, or says why it is no usable
+// JSON-RPC message.
+func decodeHeader(line []byte) (header, *rejection) {
+	var h header
+	if !utf8.Valid(line) {
+		return h, &rejection{code: -32700, msg: "Parse error: not valid UTF-8"}
+	}
+	err := unmarshalHeader(line, &h)
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn) || (err != nil && !errors.As(err, &typ)):
+		return h, &rejection{code: -32700, msg: "Parse error: not valid JSON"}
+	case err != nil && typ.Field == "":
+		return h, &rejection{code: -32600, msg: "Invalid Request: expected a JSON-RPC object (batches are not supported)"}
+	}
+	// The id is echoed only to requests: a client would match an error
+	// carrying its own request's id to that request.
+	var id json.RawMessage
+	if len(h.ID) > 0 && !validID(h.ID) {
+		return h, &rejection{code: -32600, msg: "Invalid Request: id must be a string, a number or null"}
+	}
+	if string(h.ID) != "null" && h.Result == nil && h.Error == nil {
+		id = h.ID
+	}
+	switch {
+	case err != nil:
+		return h, &rejection{id: id, code: -32600, msg: fmt.Sprintf("Invalid Request: %s has the wrong type", typ.Field)}
+	case h.JSONRPC != nil && *h.JSONRPC != "2.0":
+		return h, &rejection{id: id, code: -32600, msg: `Invalid Request: jsonrpc must be "2.0"`}
+	case h.Method != nil && *h.Method == "":
+		return h, &rejection{id: id, code: -32600, msg: "Invalid Request: empty method"}
+	case h.Method == nil && (h.isNotification() || (h.Result == nil && h.Error == nil)):
+		return h, &rejection{id: id, code: -32600, msg: "Invalid Request: no method"}
+	}
+	return h, nil
+}
+
+func errorFrame(id json.RawMessage, code int, msg string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	e := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id}
+	e.Error.Code = code
+	e.Error.Message = msg
+	b, _ := json.Marshal(e)
+	return append(b, '\n')
+}
+
+// inbound is the input filter between the client and the SDK. It decodes
+// every frame once and passes on, byte for byte, only frames the SDK can
+// take without closing the connection; it answers the rest itself (the SDK
+// would log and drop a line that is not JSON, where JSON-RPC 2.0 requires a
+// Parse error or Invalid Request reply), drops the notifications the agent
+// ignores, and records prompts and cancels in the wire order (order).
 //
-// Every frame passed on goes through observe first, in the order read; it
-// returns the frame to pass on (possibly rewritten). Frames that arrived
-// together (already buffered) are all observed before any is passed on: a
-// session/cancel written right behind its session/prompt must be recorded
-// before that prompt's turn can run, and a short turn can finish before
-// this goroutine would otherwise get to the next line.
-func filterInput(in io.Reader, out io.Writer, log *zap.Logger, observe func([]byte) []byte) io.Reader {
+// Frames that arrived together (already buffered) are all recorded before
+// any is passed on: a session/cancel written right behind its
+// session/prompt is then known before that prompt's turn can run, even a
+// turn short enough to finish before this goroutine got to the next line.
+type inbound struct {
+	a    *Agent
+	br   *bufio.Reader
+	out  *lockedWriter
+	pw   *io.PipeWriter
+	stop <-chan struct{}
+	// slots holds one token per notification handed to the SDK and not
+	// yet handled (Cancel takes it back).
+	slots chan struct{}
+
+	batch []byte
+}
+
+// filterInput starts the filter over in and returns what the SDK reads.
+func (a *Agent) filterInput(in io.Reader, out *lockedWriter, stop <-chan struct{}) *io.PipeReader {
 	pr, pw := io.Pipe()
-	go func() {
-		br := bufio.NewReaderSize(in, 64<<10)
-		var batch []byte
-		for {
-			batch = batch[:0]
-			var err error
-			for first := true; first || (err == nil && bufferedLine(br)); first = false {
-				var line []byte
-				line, err = readLine(br)
-				if len(bytes.TrimSpace(line)) == 0 {
-					continue
-				}
-				if reply := check(line); reply != nil {
-					log.Warn("rejected malformed frame", zap.Int("bytes", len(line)))
-					_, _ = out.Write(reply)
-					continue
-				}
-				batch = append(append(batch, observe(line)...), '\n')
-			}
-			if len(batch) > 0 {
-				if _, werr := pw.Write(batch); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					log.Warn("reading stdin failed", zap.Error(err))
-				}
-				pw.Close()
-				return
+	f := &inbound{a: a, br: bufio.NewReaderSize(in, 64<<10), out: out, pw: pw, stop: stop, slots: a.slots}
+	a.order.forward = func(frame []byte) {
+		_, _ = pw.Write(append(frame[:len(frame):len(frame)], '\n'))
+	}
+	go f.run()
+	return pr
+}
+
+func (f *inbound) run() {
+	for {
+		f.batch = f.batch[:0]
+		var err error
+		for first := true; first || (err == nil && bufferedLine(f.br)); first = false {
+			var line []byte
+			var size int
+			line, size, err = readLine(f.br)
+			if len(bytes.TrimSpace(line)) > 0 {
+				f.handle(line, size)
 			}
 		}
-	}()
-	return pr
+		if !f.flush() {
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				f.a.log.Warn("reading stdin failed", zap.Error(err))
+			}
+			// Prompts held back for their turn in the order still reach
+			// the SDK before its input ends.
+			if !f.a.order.waitHeld(replyGrace) {
+				f.a.log.Warn("input ended with prompts still held back")
+			}
+			f.pw.Close()
+			return
+		}
+	}
+}
+
+func (f *inbound) flush() bool {
+	if len(f.batch) == 0 {
+		return true
+	}
+	_, err := f.pw.Write(f.batch)
+	f.batch = f.batch[:0]
+	return err == nil
+}
+
+func (f *inbound) pass(line []byte) {
+	f.batch = append(append(f.batch, line...), '\n')
+}
+
+func (f *inbound) reject(line []byte, r *rejection) {
+	f.a.log.Warn("rejected malformed frame", zap.Int("bytes", len(line)), zap.Int("code", r.code), zap.String("reason", r.msg))
+	_, _ = f.out.reply(errorFrame(r.id, r.code, r.msg))
+}
+
+// handle routes one frame; size is its length, of which line may hold only
+// the beginning.
+func (f *inbound) handle(line []byte, size int) {
+	if size > len(line) {
+		f.reject(line, &rejection{id: readID(line), code: -32600, msg: tooLarge(size)})
+		return
+	}
+	h, r := decodeHeader(line)
+	if r != nil {
+		f.reject(line, r)
+		return
+	}
+	fits := len(line) <= maxFrame
+	switch {
+	case h.Method == nil: // a response to one of our requests
+		if !fits {
+			f.a.log.Warn("dropped a response too large for the SDK", zap.Int("bytes", size), zap.ByteString("id", h.ID))
+			return
+		}
+		f.pass(line)
+	case h.isNotification():
+		f.notification(&h, line, fits)
+	case !fits:
+		f.reject(line, &rejection{id: h.ID, code: -32600, msg: tooLarge(size)})
+	default:
+		f.request(&h, line)
+	}
+}
+
+func tooLarge(size int) string {
+	return fmt.Sprintf("Invalid Request: a frame of %d bytes is over the limit of %d bytes", size, maxFrame)
+}
+
+func (f *inbound) request(h *header, line []byte) {
+	id := idKey(h.ID)
+	f.a.order.expect(id)
+	if *h.Method == acpsdk.AgentMethodSessionPrompt {
+		if sid, ok := h.sessionID(); ok && f.a.known(sid) && !f.a.order.promptRead(sid, id, line) {
+			return // held back; order forwards it in its turn
+		}
+	}
+	f.pass(line)
+}
+
+// notification passes on only what the SDK acts on: a cancel of a known
+// session (applied here, in wire order; the SDK's handler only logs) and
+// $/cancel_request (handled by the SDK as it reads, outside its queue).
+// Everything else — extension (_-prefixed) and unknown notifications, a
+// request method sent without an id, a cancel of an unknown session — the
+// agent ignores, so it never takes a place in the SDK's queue.
+func (f *inbound) notification(h *header, line []byte, fits bool) {
+	method := *h.Method
+	switch method {
+	case acpsdk.AgentMethodSessionCancel:
+		sid, ok := h.sessionID()
+		if !ok || !f.a.known(sid) {
+			f.a.log.Debug("ignoring a cancel of an unknown session", zap.String("session", sid))
+			return
+		}
+		f.a.order.cancelRead(sid)
+		// The SDK calls Cancel (which frees the slot) only for params it
+		// decodes; otherwise it would log and drop the frame.
+		if fits && sdkDecodesCancel(line) {
+			f.passNotification(line)
+		}
+	case "$/cancel_request":
+		if fits {
+			f.pass(line)
+		}
+	default:
+		if !strings.HasPrefix(method, "_") {
+			f.a.log.Debug("ignoring notification", zap.String("method", method))
+		}
+	}
+}
+
+// passNotification passes on a notification once a slot in the SDK's queue
+// is free. When none is, what was batched goes first (so the SDK can free
+// slots) and the filter stops reading until one is: back-pressure to the
+// client instead of overflowing the SDK's queue.
+func (f *inbound) passNotification(line []byte) {
+	select {
+	case f.slots <- struct{}{}:
+	default:
+		if !f.flush() {
+			return
+		}
+		select {
+		case f.slots <- struct{}{}:
+		case <-f.stop:
+			return
+		}
+	}
+	f.pass(line)
+}
+
+// notificationHandled frees the slot of a notification the SDK handed to a
+// handler.
+func (a *Agent) notificationHandled() {
+	select {
+	case <-a.slots:
+	default: // a direct call, not a forwarded frame
+	}
+}
+
+func sdkDecodesCancel(line []byte) bool {
+	var m struct {
+		Params acpsdk.CancelNotification `json:"params"`
+	}
+	return json.Unmarshal(line, &m) == nil
+}
+
+// readID looks for the top-level id of a frame of which only the beginning
+// is at hand; nil if none is found before the end, or it is not a valid id.
+func readID(prefix []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		// Member names match as the SDK's decoder matches them.
+		if strings.EqualFold(key, "id") {
+			id = v
+		}
+	}
+	if !validID(id) || string(id) == "null" || !utf8.Valid(id) {
+		return nil
+	}
+	return id
 }
 
 // bufferedLine reports whether a whole line is already buffered, so reading
@@ -95,67 +410,40 @@ func bufferedLine(br *bufio.Reader) bool {
 	return bytes.IndexByte(b, '\n') >= 0
 }
 
-// readLine reads one line without its newline. A line over maxLine is
-// consumed whole and returned truncated (it is then answered as malformed
-// instead of killing the SDK's scanner).
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
+// readLine reads one line and returns it without its line ending, and its
+// size. Of a line over keepFrame only the first keepFrame bytes are kept
+// (the rest is read and dropped), so size > len(line) says it was cut.
+func readLine(br *bufio.Reader) (line []byte, size int, err error) {
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) <= maxLine+1 {
-			line = append(line, chunk...)
+		var chunk []byte
+		chunk, err = br.ReadSlice('\n')
+		size += len(chunk)
+		if room := keepFrame + 2 - len(line); room > 0 {
+			line = append(line, chunk[:min(room, len(chunk))]...)
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
 		}
-		return bytes.TrimRight(line, "\r\n"), err
 	}
+	whole := len(line) == size
+	if err == nil { // the chunk ended with the newline
+		size--
+		if whole {
+			line = line[:len(line)-1]
+		}
+	}
+	if whole && len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+		size--
+	}
+	if len(line) > keepFrame {
+		line = line[:keepFrame]
+	}
+	return line, size, err
 }
 
-type rpcError struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func errorFrame(id json.RawMessage, code int, msg string) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	e := rpcError{JSONRPC: "2.0", ID: id}
-	e.Error.Code = code
-	e.Error.Message = msg
-	b, _ := json.Marshal(e)
-	return append(b, '\n')
-}
-
-// check returns the error reply for a line that is not a usable JSON-RPC
-// message, or nil to pass it on.
-func check(line []byte) []byte {
-	if len(line) > maxLine || !json.Valid(line) {
-		return errorFrame(nil, -32700, "Parse error: not valid JSON")
-	}
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  *string         `json:"method"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(line, &msg); err != nil {
-		// Valid JSON but not an object: a batch or a bare value.
-		return errorFrame(nil, -32600, "Invalid Request: expected a JSON-RPC object (batches are not supported)")
-	}
-	switch {
-	case msg.Method != nil && *msg.Method == "":
-		return errorFrame(msg.ID, -32600, "Invalid Request: empty method")
-	case msg.Method != nil:
-		return nil
-	case len(msg.ID) > 0 && (len(msg.Result) > 0 || len(msg.Error) > 0):
-		return nil // a response to one of our requests
-	}
-	return errorFrame(msg.ID, -32600, "Invalid Request: no method")
+// known reports whether sid is a live session.
+func (a *Agent) known(sid string) bool {
+	_, err := a.opts.Sessions.Get(sid)
+	return err == nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
 )
 
@@ -19,13 +20,28 @@ type rawConn struct {
 
 func newRawConn(t *testing.T, o harnessOptions) *rawConn {
 	a, _ := newAgent(t, o)
+	return newRawConnTo(t, a)
+}
+
+// newRawConnTo serves a; the reader stops at the test's end even if the
+// test left lines unread.
+func newRawConnTo(t *testing.T, a *acp.Agent) *rawConn {
 	w, r := serve(t, a)
-	lines := make(chan []byte, 16)
+	lines := make(chan []byte, 64)
+	stop := make(chan struct{})
+	read := make(chan struct{})
+	t.Cleanup(func() { close(stop); r.Close(); <-read })
 	go func() {
+		defer close(read)
 		defer close(lines)
 		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
-			lines <- append([]byte(nil), sc.Bytes()...)
+			select {
+			case lines <- append([]byte(nil), sc.Bytes()...):
+			case <-stop:
+				return
+			}
 		}
 	}()
 	return &rawConn{t: t, w: w, lines: lines}

@@ -1,10 +1,7 @@
 package acp
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -74,68 +71,6 @@ func TestValidUTF8Prefix(t *testing.T) {
 		if got := len(validUTF8Prefix(tt.in)); got != tt.want {
 			t.Errorf("%s: prefix length %d, want %d", tt.name, got, tt.want)
 		}
-	}
-}
-
-func TestCheckFrame(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, line string
-		wantCode   int // 0: passed on
-		wantID     string
-	}{
-		{name: "request", line: `{"jsonrpc":"2.0","id":1,"method":"initialize"}`},
-		{name: "notification", line: `{"jsonrpc":"2.0","method":"session/cancel","params":{}}`},
-		{name: "response", line: `{"jsonrpc":"2.0","id":3,"result":{}}`},
-		{name: "error response", line: `{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}`},
-		{name: "parse error", line: `{"id":1,`, wantCode: -32700, wantID: "null"},
-		{name: "batch", line: `[]`, wantCode: -32600, wantID: "null"},
-		{name: "scalar", line: `42`, wantCode: -32600, wantID: "null"},
-		{name: "empty method", line: `{"jsonrpc":"2.0","id":"a","method":""}`, wantCode: -32600, wantID: `"a"`},
-		{name: "neither", line: `{"jsonrpc":"2.0","id":7}`, wantCode: -32600, wantID: "7"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			reply := check([]byte(tt.line))
-			if tt.wantCode == 0 {
-				if reply != nil {
-					t.Fatalf("rejected a valid frame: %s", reply)
-				}
-				return
-			}
-			var f struct {
-				ID    json.RawMessage    `json:"id"`
-				Error struct{ Code int } `json:"error"`
-			}
-			if err := json.Unmarshal(reply, &f); err != nil {
-				t.Fatalf("reply %q: %v", reply, err)
-			}
-			if f.Error.Code != tt.wantCode || string(f.ID) != tt.wantID {
-				t.Errorf("reply %s, want code %d id %s", reply, tt.wantCode, tt.wantID)
-			}
-		})
-	}
-}
-
-// TestReadLineOverLong: a line over the limit is consumed whole and comes
-// back truncated (then answered as malformed); the next line is intact.
-func TestReadLineOverLong(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("x", maxLine+100)
-	br := bufio.NewReaderSize(strings.NewReader(long+"\n"+`{"next":true}`+"\n"), 64<<10)
-	first, err := readLine(br)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(first) > maxLine+1 {
-		t.Errorf("over-long line kept %d bytes", len(first))
-	}
-	if check(first) == nil {
-		t.Error("over-long line passed on")
-	}
-	second, err := readLine(br)
-	if err != nil || !bytes.Equal(second, []byte(`{"next":true}`)) {
-		t.Errorf("next line = %q, %v", second, err)
 	}
 }
 

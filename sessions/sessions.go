@@ -177,18 +177,8 @@ type Session struct {
 	current  *turn
 	lastDone chan struct{}
 	closed   bool
-
-	// Wire order. The protocol layer reads frames in order but the SDK
-	// handles each request on its own goroutine and notifications on
-	// another, so a session/cancel can be handled before the handler of the
-	// prompt written just before it. Counting prompts as they are read, and
-	// recording how many a cancel covers, lets BeginTurn honour the order
-	// the client wrote. arrived counts prompts read; cancelledThrough is
-	// the last prompt a cancel covered; latest is the newest prompt that
-	// began a turn.
-	arrived          uint64
-	cancelledThrough uint64
-	latest           uint64
+	// latest is the newest ticket a turn began with.
+	latest Ticket
 }
 
 type turn struct {
@@ -196,26 +186,11 @@ type turn struct {
 	done   chan struct{}
 }
 
-// PromptArrived records that a prompt for this session was read from the
-// wire and returns its sequence number (1, 2, …) for BeginTurn.
-func (s *Session) PromptArrived() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.arrived++
-	return s.arrived
-}
-
-// CancelArrived records that a cancel was read from the wire: it covers
-// every prompt read before it, whether or not its handler has begun, and
-// cancels the turn in flight. It returns at once.
-func (s *Session) CancelArrived() {
-	s.mu.Lock()
-	s.cancelledThrough = s.arrived
-	if s.current != nil {
-		s.current.cancel(ErrCancelled)
-	}
-	s.mu.Unlock()
-}
+// Ticket places a turn in its session's order of prompts: the caller
+// numbers prompts 1, 2, … as they arrive. A turn never supersedes one with a
+// newer ticket; zero means no place in the order (the turn supersedes
+// whatever runs).
+type Ticket uint64
 
 func closedChan() chan struct{} {
 	c := make(chan struct{})
@@ -229,22 +204,18 @@ func closedChan() chan struct{} {
 // or cancelled while waiting, the returned context is already done. The end
 // func must be called exactly once.
 //
-// seq is the prompt's number from PromptArrived, or 0 when unknown. A prompt
-// that a cancel read after it covers, or that a later prompt already
-// superseded, begins already cancelled and leaves the newer turn alone.
-func (s *Session) BeginTurn(ctx context.Context, seq uint64) (context.Context, func(), error) {
+// A turn whose ctx is already done, or whose ticket is older than one a
+// turn already began with, begins done and leaves the turn in flight alone.
+func (s *Session) BeginTurn(ctx context.Context, t Ticket) (context.Context, func(), error) {
 	tctx, cancel := context.WithCancelCause(ctx)
-	t := &turn{cancel: cancel, done: make(chan struct{})}
+	cur := &turn{cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		cancel(ErrClosed)
 		return nil, nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
-	switch {
-	case seq != 0 && seq <= s.cancelledThrough:
-		cancel(ErrCancelled)
-	case seq != 0 && seq < s.latest:
+	if t != 0 && t < s.latest {
 		cancel(ErrSuperseded)
 	}
 	if tctx.Err() != nil {
@@ -252,15 +223,15 @@ func (s *Session) BeginTurn(ctx context.Context, seq uint64) (context.Context, f
 		s.mu.Unlock()
 		return tctx, func() { cancel(nil) }, nil
 	}
-	if seq > s.latest {
-		s.latest = seq
+	if t > s.latest {
+		s.latest = t
 	}
 	if s.current != nil {
 		s.current.cancel(ErrSuperseded)
 	}
 	prev := s.lastDone
-	s.current = t
-	s.lastDone = t.done
+	s.current = cur
+	s.lastDone = cur.done
 	s.mu.Unlock()
 
 	// The previous turn was cancelled above and ends promptly; waiting for it
@@ -270,12 +241,12 @@ func (s *Session) BeginTurn(ctx context.Context, seq uint64) (context.Context, f
 	end := func() {
 		s.mu.Lock()
 		// Compare by identity: a newer turn may already be current.
-		if s.current == t {
+		if s.current == cur {
 			s.current = nil
 		}
 		s.mu.Unlock()
 		cancel(nil)
-		close(t.done)
+		close(cur.done)
 	}
 	return tctx, end, nil
 }

@@ -210,6 +210,8 @@ func TestBeginTurnParentCancel(t *testing.T) {
 func TestTurnsNeverOverlap(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
+	parent, cancelAll := context.WithCancelCause(ctx)
+	defer cancelAll(nil)
 	s := mustCreate(t, sessions.New(sessions.Options{}))
 	const n = 64
 	var inFlight, maxInFlight, begun atomic.Int32
@@ -217,7 +219,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			tctx, end, err := s.BeginTurn(ctx, 0)
+			tctx, end, err := s.BeginTurn(parent, 0)
 			if err != nil {
 				t.Error(err)
 				return
@@ -248,7 +250,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 	for begun.Load() < n && ctx.Err() == nil {
 		runtime.Gosched()
 	}
-	s.CancelArrived()
+	cancelAll(sessions.ErrCancelled)
 	wg.Wait()
 	close(causes)
 	if m := maxInFlight.Load(); m != 1 {
@@ -264,35 +266,47 @@ func TestTurnsNeverOverlap(t *testing.T) {
 	}
 }
 
-func TestCancel(t *testing.T) {
+// TestDoneContextBeginsDone: a turn whose context is already done (its
+// prompt was cancelled before it began) never becomes current, so it cannot
+// supersede the turn in flight.
+func TestDoneContextBeginsDone(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := mustCreate(t, sessions.New(sessions.Options{}))
-	s.CancelArrived() // nothing in flight: a no-op
-
-	tctx, end, err := s.BeginTurn(ctx, 0)
+	tctx, end, err := s.BeginTurn(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dead, kill := context.WithCancelCause(ctx)
+	kill(sessions.ErrCancelled)
+	dctx, dend, err := s.BeginTurn(dead, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dend()
+	if !errors.Is(context.Cause(dctx), sessions.ErrCancelled) {
+		t.Errorf("cause = %v, want ErrCancelled", context.Cause(dctx))
+	}
 	if tctx.Err() != nil {
-		t.Fatal("a Cancel before the turn began cancelled it")
+		t.Errorf("a turn that began done superseded the one in flight: %v", context.Cause(tctx))
 	}
-	s.CancelArrived()
-	wait(t, ctx, tctx.Done(), "the turn to be cancelled")
-	if cause := context.Cause(tctx); !errors.Is(cause, sessions.ErrCancelled) {
-		t.Errorf("cause = %v, want ErrCancelled", cause)
-	}
-	end()
-
-	// A later turn is not affected by the earlier cancel.
-	tctx2, end2, err := s.BeginTurn(ctx, 0)
+	// Nor did it take the newest ticket: ticket 2 still supersedes.
+	tctx2, end2, err := beginAsync(t, s, ctx, 2, func() { <-tctx.Done(); end() })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer end2()
 	if tctx2.Err() != nil {
-		t.Errorf("new turn born cancelled: %v", context.Cause(tctx2))
+		t.Errorf("ticket 2 begun after a dead ticket 2: %v", context.Cause(tctx2))
 	}
+}
+
+// beginAsync begins a turn while meanwhile runs (it must end the turn the
+// new one supersedes).
+func beginAsync(t *testing.T, s *sessions.Session, ctx context.Context, tk sessions.Ticket, meanwhile func()) (context.Context, func(), error) {
+	t.Helper()
+	go meanwhile()
+	return s.BeginTurn(ctx, tk)
 }
 
 func TestClose(t *testing.T) {
@@ -467,55 +481,64 @@ func TestModesAndMemory(t *testing.T) {
 	}
 }
 
-// TestWireOrder: the order prompts and cancels were read in decides, not the
-// order their handlers happen to run in.
-func TestWireOrder(t *testing.T) {
+// TestTicketOrder: the order the prompts arrived in (their tickets)
+// decides, not the order their turns happen to begin in.
+func TestTicketOrder(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 
-	t.Run("cancel read after a prompt whose handler has not begun", func(t *testing.T) {
+	t.Run("older ticket begun after a newer one does not supersede it", func(t *testing.T) {
 		s := mustCreate(t, sessions.New(sessions.Options{}))
-		seq := s.PromptArrived()
-		s.CancelArrived()
-		tctx, end, err := s.BeginTurn(ctx, seq)
+		tctx2, end2, err := s.BeginTurn(ctx, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer end()
-		if !errors.Is(context.Cause(tctx), sessions.ErrCancelled) {
-			t.Fatalf("turn not cancelled: cause %v", context.Cause(tctx))
-		}
-		// A prompt read after the cancel is not covered by it.
-		next := s.PromptArrived()
-		tctx2, end2, err := s.BeginTurn(ctx, next)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer end2()
-		if tctx2.Err() != nil {
-			t.Fatalf("later prompt born cancelled: %v", context.Cause(tctx2))
-		}
-	})
-
-	t.Run("older prompt whose handler runs late does not supersede the newer", func(t *testing.T) {
-		s := mustCreate(t, sessions.New(sessions.Options{}))
-		first := s.PromptArrived()
-		second := s.PromptArrived()
-		tctx2, end2, err := s.BeginTurn(ctx, second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tctx1, end1, err := s.BeginTurn(ctx, first)
+		tctx1, end1, err := s.BeginTurn(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		end1()
 		if !errors.Is(context.Cause(tctx1), sessions.ErrSuperseded) {
-			t.Errorf("older prompt cause = %v, want ErrSuperseded", context.Cause(tctx1))
+			t.Errorf("older ticket's cause = %v, want ErrSuperseded", context.Cause(tctx1))
 		}
 		if tctx2.Err() != nil {
-			t.Errorf("newer turn was cancelled by the older prompt: %v", context.Cause(tctx2))
+			t.Errorf("newer turn was cancelled by the older ticket: %v", context.Cause(tctx2))
 		}
 		end2()
+	})
+
+	t.Run("newer ticket supersedes", func(t *testing.T) {
+		s := mustCreate(t, sessions.New(sessions.Options{}))
+		tctx1, end1, err := s.BeginTurn(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tctx2, end2, err := beginAsync(t, s, ctx, 2, func() { <-tctx1.Done(); end1() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer end2()
+		if !errors.Is(context.Cause(tctx1), sessions.ErrSuperseded) {
+			t.Errorf("ticket 1 cause = %v, want ErrSuperseded", context.Cause(tctx1))
+		}
+		if tctx2.Err() != nil {
+			t.Errorf("ticket 2 born done: %v", context.Cause(tctx2))
+		}
+	})
+
+	t.Run("no ticket supersedes whatever runs", func(t *testing.T) {
+		s := mustCreate(t, sessions.New(sessions.Options{}))
+		tctx5, end5, err := s.BeginTurn(ctx, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tctx0, end0, err := beginAsync(t, s, ctx, 0, func() { <-tctx5.Done(); end5() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer end0()
+		if tctx0.Err() != nil {
+			t.Errorf("unordered turn born done: %v", context.Cause(tctx0))
+		}
 	})
 }
