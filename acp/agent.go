@@ -90,12 +90,13 @@ func New(opts Options) (*Agent, error) {
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	stop := make(chan struct{})
 	w := &lockedWriter{w: out, written: a.order.written}
-	sdkIn := a.filterInput(in, w, stop)
+	sdkIn, startInput := a.filterInput(in, w, stop)
 	conn := acpsdk.NewAgentSideConnection(a, w, sdkIn)
 	conn.SetLogger(logbridge.New(a.log.Named("sdk")))
 	a.mu.Lock()
 	a.conn = conn
 	a.mu.Unlock()
+	startInput()
 
 	select {
 	case <-conn.Done():

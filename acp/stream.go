@@ -199,15 +199,17 @@ type inbound struct {
 	batch []byte
 }
 
-// filterInput starts the filter over in and returns what the SDK reads.
-func (a *Agent) filterInput(in io.Reader, out *lockedWriter, stop <-chan struct{}) *io.PipeReader {
+// filterInput sets up the filter over in and returns what the SDK reads,
+// and the func that starts it. Nothing reaches the SDK before start: the
+// SDK's reader runs from its constructor, and its logger may only be set
+// while that reader has nothing to log about.
+func (a *Agent) filterInput(in io.Reader, out *lockedWriter, stop <-chan struct{}) (sdkIn *io.PipeReader, start func()) {
 	pr, pw := io.Pipe()
 	f := &inbound{a: a, br: bufio.NewReaderSize(in, 64<<10), out: out, pw: pw, stop: stop, slots: a.slots}
 	a.order.forward = func(frame []byte) {
 		_, _ = pw.Write(append(frame[:len(frame):len(frame)], '\n'))
 	}
-	go f.run()
-	return pr
+	return pr, func() { go f.run() }
 }
 
 func (f *inbound) run() {
