@@ -91,24 +91,23 @@ func fsRules(p Policy, hidden map[string]bool) []landlock.Rule {
 	for _, root := range resolveAll(write) {
 		r.grant(root, writeDeny, true, true)
 	}
-	readUnix := landlock.AccessFSSet(0)
+	// Entries vanish between the listing and the ruleset (a shared /tmp):
+	// a missing path has nothing to grant.
+	ro := landlock.RODirs(r.roDirs...)
 	if p.Network {
-		readUnix = ll.AccessFSResolveUnix
+		// Connecting to a unix socket outside the writable trees is network
+		// access (a daemon's socket). The right exists from ABI 9; best
+		// effort drops it before.
+		ro = ro.WithResolveUnix()
 	}
 	rules := []landlock.Rule{
-		landlock.PathAccess(dirOnly, r.roList...),
-		landlock.PathAccess(dirOnlyWrite, r.rwList...),
-		landlock.RODirs(r.roDirs...).WithResolveUnix(),
-		landlock.ROFiles(r.roFiles...),
-		landlock.RWDirs(r.rwDirs...).WithRefer().WithIoctlDev().WithResolveUnix(),
-		landlock.RWFiles(r.rwFiles...).WithIoctlDev(),
+		landlock.PathAccess(dirOnly, r.roList...).IgnoreIfMissing(),
+		landlock.PathAccess(dirOnlyWrite, r.rwList...).IgnoreIfMissing(),
+		ro.IgnoreIfMissing(),
+		landlock.ROFiles(r.roFiles...).IgnoreIfMissing(),
+		landlock.RWDirs(r.rwDirs...).WithRefer().WithIoctlDev().WithResolveUnix().IgnoreIfMissing(),
+		landlock.RWFiles(r.rwFiles...).WithIoctlDev().IgnoreIfMissing(),
 		landlock.RWFiles(Devices...).WithIoctlDev().IgnoreIfMissing(),
-	}
-	if readUnix == 0 {
-		// Connecting to a unix socket outside the writable trees is network
-		// access (a daemon's socket); on ABI < 9 this right does not exist
-		// and best-effort mode drops it.
-		rules[2] = landlock.RODirs(r.roDirs...)
 	}
 	return rules
 }

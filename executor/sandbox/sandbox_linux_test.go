@@ -29,7 +29,7 @@ func TestFiles(t *testing.T) {
 			p.Write = []string{filepath.Join(outside, "w")} // a missing extra write path is skipped
 			cases := []struct {
 				name, cmd, stdout string
-				denied             bool
+				denied            bool
 			}{
 				{name: "write /etc", cmd: "echo x > /etc/dsh-sandbox-test", denied: true},
 				{name: "write outside", cmd: "echo x > " + outside + "/f", denied: true},
