@@ -1,0 +1,19 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"fmt"
+	"os"
+)
+
+// HelperMain exits with HelperFailed if this process was started as the
+// Linux sandbox helper, which this platform does not have; otherwise it
+// returns at once. (On macOS commands run under sandbox-exec directly.)
+func HelperMain() {
+	if _, ok := os.LookupEnv(helperEnv); !ok {
+		return
+	}
+	fmt.Fprintln(os.Stderr, HelperPrefix+"no helper on this platform")
+	os.Exit(HelperFailed)
+}

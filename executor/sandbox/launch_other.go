@@ -1,0 +1,10 @@
+//go:build !linux && !darwin
+
+package sandbox
+
+import "errors"
+
+// Command fails: this platform has no sandbox.
+func (l *Launcher) Command(command string, p Policy, env []string) (*Command, error) {
+	return nil, errors.New("no sandbox on this platform")
+}

@@ -1,0 +1,228 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+)
+
+// The test binary is also the helper: Launcher re-executes os.Executable().
+func TestMain(m *testing.M) {
+	sandbox.HelperMain()
+	goleak.VerifyTestMain(m)
+}
+
+// probe runs the real probe once for the whole test binary.
+var probe = sync.OnceValue(func() sandbox.Availability { return sandbox.Probe(nil) })
+
+// testCtx bounds every test.
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mode is one way of confining: with namespaces or Landlock alone.
+type mode struct {
+	name string
+	nons bool
+}
+
+// modes lists the modes this kernel offers; Landlock is required.
+func modes(t *testing.T) []mode {
+	t.Helper()
+	a := probe()
+	if a.LandlockABI < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	ms := []mode{{name: "landlock", nons: true}}
+	if a.UserNS && a.PIDNS {
+		ms = append(ms, mode{name: "namespaces"})
+	}
+	return ms
+}
+
+func launcher(t *testing.T, m mode) *sandbox.Launcher {
+	t.Helper()
+	l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Availability: probe(), NoNamespaces: m.nons})
+	if err != nil {
+		t.Fatalf("NewLauncher: %v", err)
+	}
+	if l.Namespaces() == m.nons {
+		t.Fatalf("Namespaces() = %v in mode %s", l.Namespaces(), m.name)
+	}
+	return l
+}
+
+var bashPath = sync.OnceValue(func() string {
+	p, err := exec.LookPath("bash")
+	if err != nil {
+		panic(err)
+	}
+	return p
+})
+
+// policy is the usual policy: a fresh cwd and session temp dir.
+func policy(t *testing.T) sandbox.Policy {
+	t.Helper()
+	d, err := sandbox.NewSessionDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Remove() })
+	return sandbox.Policy{Workdir: t.TempDir(), TempDir: d.Path, Shell: bashPath()}
+}
+
+// result is how a command ended.
+type result struct {
+	stdout, stderr string
+	code           int            // -1 when killed
+	sig            syscall.Signal // 0 unless killed
+}
+
+// proc is a started confined command.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout *os.File // read end; nil when collected into a buffer
+	out    bytes.Buffer
+	errb   bytes.Buffer
+	done   chan struct{}
+	once   sync.Once
+}
+
+// start launches command confined to p. The process group is killed at
+// ctx's end so that no test leaves a process behind.
+func start(ctx context.Context, t *testing.T, l *sandbox.Launcher, command string, p sandbox.Policy, pipeOut bool) *proc {
+	t.Helper()
+	c, err := l.Command(command, p, os.Environ())
+	if err != nil {
+		t.Fatalf("Command: %v", err)
+	}
+	pr := &proc{cmd: c.Cmd(), done: make(chan struct{})}
+	pr.cmd.Stderr = &pr.errb
+	var w *os.File
+	if pipeOut {
+		var r *os.File
+		r, w, err = os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr.stdout = r
+		pr.cmd.Stdout = w
+	} else {
+		pr.cmd.Stdout = &pr.out
+	}
+	err = pr.cmd.Start()
+	if cerr := c.Close(); cerr != nil {
+		t.Errorf("Close: %v", cerr)
+	}
+	if w != nil {
+		_ = w.Close()
+	}
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
+		case <-pr.done:
+		}
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
+		pr.wait()
+		if pr.stdout != nil {
+			_ = pr.stdout.Close()
+		}
+	})
+	return pr
+}
+
+// readLine reads stdout up to a newline: the command's handshake.
+func (pr *proc) readLine(t *testing.T) string {
+	t.Helper()
+	var b []byte
+	one := make([]byte, 1)
+	for {
+		n, err := pr.stdout.Read(one)
+		if n == 1 {
+			if one[0] == '\n' {
+				return string(b)
+			}
+			b = append(b, one[0])
+		}
+		if err != nil {
+			t.Fatalf("read handshake: %v (got %q, stderr %q)", err, b, pr.errb.String())
+		}
+	}
+}
+
+// wait waits once; later calls return the same.
+func (pr *proc) wait() result {
+	pr.once.Do(func() {
+		_ = pr.cmd.Wait()
+		close(pr.done)
+	})
+	res := result{stdout: pr.out.String(), stderr: pr.errb.String(), code: -1}
+	ws := pr.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		res.sig = ws.Signal()
+	} else {
+		res.code = ws.ExitStatus()
+	}
+	return res
+}
+
+// run runs command to its end.
+func run(ctx context.Context, t *testing.T, l *sandbox.Launcher, command string, p sandbox.Policy) result {
+	t.Helper()
+	return start(ctx, t, l, command, p, false).wait()
+}
+
+// bare runs command with plain bash, for comparison.
+func bare(ctx context.Context, command string) (string, error) {
+	out, err := exec.CommandContext(ctx, bashPath(), "-c", command).CombinedOutput()
+	return string(out), err
+}
+
+func expectOK(t *testing.T, r result, what string) {
+	t.Helper()
+	if r.code != 0 {
+		t.Errorf("%s: exit %d sig %v, stdout %q stderr %q", what, r.code, r.sig, r.stdout, r.stderr)
+	}
+}
+
+func expectDenied(t *testing.T, r result, what string) {
+	t.Helper()
+	if r.code != 1 || !strings.Contains(r.stderr, "Permission denied") {
+		t.Errorf("%s: want exit 1 with Permission denied, got exit %d sig %v, stderr %q", what, r.code, r.sig, r.stderr)
+	}
+}
+
+// processGone reports that pid does not run (gone, or a zombie).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := bytes.Fields(b[i+1:])
+	return len(f) > 0 && (string(f[0]) == "Z" || string(f[0]) == "X")
+}

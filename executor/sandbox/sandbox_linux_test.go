@@ -1,0 +1,412 @@
+package sandbox_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+)
+
+func TestFiles(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 30*time.Second)
+			l := launcher(t, m)
+			p := policy(t)
+			outside := t.TempDir() // readable, not writable
+			if err := os.WriteFile(filepath.Join(outside, "r"), []byte("readable\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p.Write = []string{filepath.Join(outside, "w")} // a missing extra write path is skipped
+			cases := []struct {
+				name, cmd, stdout string
+				denied            bool
+			}{
+				{name: "write /etc", cmd: "echo x > /etc/dsh-sandbox-test", denied: true},
+				{name: "write outside", cmd: "echo x > " + outside + "/f", denied: true},
+				{name: "mkdir outside", cmd: "mkdir " + outside + "/d", denied: true},
+				{name: "remove outside", cmd: "rm " + outside + "/r", denied: true},
+				{name: "read outside", cmd: "cat " + outside + "/r", stdout: "readable\n"},
+				{name: "read /etc", cmd: "head -c 5 /etc/passwd", stdout: "root:"},
+				{name: "write cwd", cmd: "echo x > f && mkdir -p a/b && mv f a/b/g && cat a/b/g && pwd", stdout: "x\n" + p.Workdir + "\n"},
+				{name: "write tmp", cmd: `test "$TMPDIR" = ` + p.TempDir + ` && echo y > "$TMPDIR/f" && mv "$TMPDIR/f" ./moved && cat moved && mktemp | grep -c "^$TMPDIR/"`, stdout: "y\n1\n"},
+				{name: "devices", cmd: "echo x > /dev/null && head -c 3 /dev/zero | wc -c && head -c 1 /dev/urandom | wc -c && echo e >&2 && echo o > /dev/stdout", stdout: "3\n1\no\n"},
+			}
+			for _, c := range cases {
+				r := run(ctx, t, l, c.cmd, p)
+				if c.denied {
+					expectDenied(t, r, c.name)
+					continue
+				}
+				expectOK(t, r, c.name)
+				if r.stdout != c.stdout {
+					t.Errorf("%s: stdout %q, want %q", c.name, r.stdout, c.stdout)
+				}
+			}
+			if _, err := os.Stat("/etc/dsh-sandbox-test"); err == nil {
+				t.Error("/etc/dsh-sandbox-test was written")
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 30*time.Second)
+			l := launcher(t, m)
+			p := policy(t)
+			for _, code := range []int{0, 1, 42, 126, 143, 255} {
+				r := run(ctx, t, l, "exit "+strconv.Itoa(code), p)
+				if r.code != code || r.sig != 0 {
+					t.Errorf("exit %d: got code %d sig %v, stderr %q", code, r.code, r.sig, r.stderr)
+				}
+			}
+			// A death by signal that the command gives itself.
+			r := run(ctx, t, l, "kill -USR1 $$", p)
+			if r.sig != syscall.SIGUSR1 {
+				t.Errorf("kill -USR1 $$: code %d sig %v, stderr %q", r.code, r.sig, r.stderr)
+			}
+			r = run(ctx, t, l, "echo out; echo err >&2; exit 3", p)
+			if r.stdout != "out\n" || r.stderr != "err\n" || r.code != 3 {
+				t.Errorf("streams: %+v", r)
+			}
+		})
+	}
+}
+
+func TestSignals(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 30*time.Second)
+			l := launcher(t, m)
+			p := policy(t)
+			cases := []struct {
+				name, cmd string
+				send      syscall.Signal
+				code      int
+				sig       syscall.Signal
+			}{
+				{name: "term", cmd: "echo ready; sleep 1000", send: syscall.SIGTERM, code: -1, sig: syscall.SIGTERM},
+				{name: "term exec", cmd: "echo ready; exec sleep 1000", send: syscall.SIGTERM, code: -1, sig: syscall.SIGTERM},
+				{name: "hup", cmd: "echo ready; sleep 1000", send: syscall.SIGHUP, code: -1, sig: syscall.SIGHUP},
+				{name: "kill", cmd: "echo ready; sleep 1000", send: syscall.SIGKILL, code: -1, sig: syscall.SIGKILL},
+				{name: "trap exits 0", cmd: "trap 'exit 0' TERM; sleep 1000 & echo ready; wait", send: syscall.SIGTERM, code: 0},
+				{name: "trap once", cmd: "n=0; trap 'n=$((n+1))' TERM; sleep 1000 & echo ready; wait; echo traps=$n; exit 7", send: syscall.SIGTERM, code: 7},
+			}
+			for _, c := range cases {
+				pr := start(ctx, t, l, c.cmd, p, true)
+				if got := pr.readLine(t); got != "ready" {
+					t.Fatalf("%s: handshake %q", c.name, got)
+				}
+				// As the executor does: the whole group.
+				if err := syscall.Kill(-pr.cmd.Process.Pid, c.send); err != nil {
+					t.Fatal(err)
+				}
+				r := pr.wait()
+				if r.code != c.code || r.sig != c.sig {
+					t.Errorf("%s: got code %d sig %v, want code %d sig %v; stderr %q", c.name, r.code, r.sig, c.code, c.sig, r.stderr)
+				}
+				if c.name == "trap once" {
+					rest := make([]byte, 64)
+					n, _ := pr.stdout.Read(rest)
+					if got := string(rest[:n]); got != "traps=1\n" {
+						t.Errorf("trap once: %q (the signal must reach bash exactly once)", got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDaemonGone: with a PID namespace nothing the command started outlives
+// the helper's group, not even a setsid daemon.
+func TestDaemonGone(t *testing.T) {
+	if a := probe(); !a.UserNS || !a.PIDNS {
+		t.Skip("no PID namespace here")
+	}
+	for _, send := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(send.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 30*time.Second)
+			l := launcher(t, mode{name: "namespaces"})
+			arg := fmt.Sprintf("1000.%d%d", os.Getpid(), send)
+			pr := start(ctx, t, l, "setsid sleep "+arg+" </dev/null >/dev/null 2>&1 & echo ready; sleep 1000", policy(t), true)
+			if got := pr.readLine(t); got != "ready" {
+				t.Fatalf("handshake %q", got)
+			}
+			var daemon int
+			waitFor(t, "the daemon", func() bool { daemon = findProcess(t, "sleep\x00"+arg+"\x00"); return daemon != 0 })
+			if err := syscall.Kill(-pr.cmd.Process.Pid, send); err != nil {
+				t.Fatal(err)
+			}
+			pr.wait()
+			waitFor(t, "the daemon's end", func() bool { return processGone(daemon) })
+		})
+	}
+}
+
+// waitFor polls cond (bounded): what it waits on is the kernel finishing a
+// namespace's teardown, which sends no event we can wait on.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// findProcess returns the pid whose cmdline is exactly cmdline, or 0.
+func findProcess(t *testing.T, cmdline string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && string(b) == cmdline && !processGone(pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+func TestNetwork(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptDone := make(chan struct{})
+	go func() {
+		defer close(acceptDone)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-acceptDone })
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	connect := "exec 5<>/dev/tcp/127.0.0.1/" + port + " && echo connected"
+
+	ctx := testCtx(t, 30*time.Second)
+	if out, err := bare(ctx, connect); err != nil || out != "connected\n" {
+		t.Fatalf("outside the sandbox: %q %v", out, err)
+	}
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			l := launcher(t, m)
+			p := policy(t)
+			r := run(ctx, t, l, connect, p)
+			if r.code == 0 || r.stdout != "" {
+				t.Errorf("connect inside: %+v", r)
+			}
+			p.Network = true
+			r = run(ctx, t, l, connect, p)
+			expectOK(t, r, "connect with network allowed")
+			if !m.nons {
+				// The network namespace has a loopback of its own, down:
+				// UDP cannot leave either.
+				p.Network = false
+				r = run(ctx, t, l, "echo x > /dev/udp/127.0.0.1/"+port, p)
+				if r.code == 0 {
+					t.Errorf("udp inside: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestDeny(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 30*time.Second)
+			l := launcher(t, m)
+			p := policy(t)
+			state := t.TempDir() // the agent's: store, log, spills
+			mk := func(path, body string) {
+				t.Helper()
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mk(filepath.Join(state, "store", "session.jsonl"), "history\n")
+			mk(filepath.Join(state, "agent.log"), "log\n")
+			mk(filepath.Join(state, "spill", "other", "out"), "other's output\n")
+			mk(filepath.Join(state, "spill", "own", "out"), "own output\n")
+			mk(filepath.Join(state, "public"), "public\n")
+			inCwd := filepath.Join(p.Workdir, ".state", "secret")
+			mk(inCwd, "secret in cwd\n")
+			p.Read = []string{"/", filepath.Join(state, "spill", "own")}
+			p.Deny = []string{filepath.Join(state, "store"), filepath.Join(state, "agent.log"), filepath.Join(state, "spill"), filepath.Dir(inCwd)}
+			for _, path := range []string{"store/session.jsonl", "agent.log", "spill/other/out"} {
+				expectDenied(t, run(ctx, t, l, "cat "+filepath.Join(state, path), p), "read "+path)
+			}
+			expectDenied(t, run(ctx, t, l, "echo x >> "+filepath.Join(state, "agent.log"), p), "append to the log")
+			// Inside a writable tree: with namespaces a mount hides the
+			// denied path (empty, read-only); Landlock alone withholds rights.
+			inside := map[string]string{"cat " + inCwd: "No such file", "echo x > " + inCwd: "Read-only file system"}
+			for cmd, msg := range inside {
+				r := run(ctx, t, l, cmd, p)
+				if m.nons {
+					msg = "Permission denied"
+				}
+				if r.code != 1 || !strings.Contains(r.stderr, msg) {
+					t.Errorf("%s: want exit 1 and %q, got %+v", cmd, msg, r)
+				}
+			}
+			for path, want := range map[string]string{"public": "public\n", "spill/own/out": "own output\n"} {
+				r := run(ctx, t, l, "cat "+filepath.Join(state, path), p)
+				if expectOK(t, r, "read "+path); r.stdout != want {
+					t.Errorf("read %s: %q", path, r.stdout)
+				}
+			}
+			if err := os.Mkdir(filepath.Join(p.Workdir, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r := run(ctx, t, l, "echo y > sub/f && mkdir sub/d && echo z > sub/d/g && cat sub/f sub/d/g", p)
+			if expectOK(t, r, "write in a subdirectory of a cwd with a denied dir"); r.stdout != "y\nz\n" {
+				t.Errorf("cwd subdir writes: %q", r.stdout)
+			}
+			r = run(ctx, t, l, "echo x > new && cat new", p)
+			if m.nons {
+				// Landlock alone cannot let a file be created directly in a
+				// directory on the way to a denied path (see fsRules).
+				expectDenied(t, r, "write directly in a cwd with a denied dir, Landlock alone")
+			} else if expectOK(t, r, "write directly in a cwd with a denied dir"); r.stdout != "x\n" {
+				t.Errorf("cwd writes: %q", r.stdout)
+			}
+			if b, err := os.ReadFile(inCwd); err != nil || string(b) != "secret in cwd\n" {
+				t.Errorf("denied file changed: %q %v", b, err)
+			}
+		})
+	}
+}
+
+// TestPolicyChannel: the command cannot reach the descriptor the policy
+// came through, and with namespaces cannot see the agent in /proc.
+func TestPolicyChannel(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 30*time.Second)
+			l := launcher(t, m)
+			p := policy(t)
+			r := run(ctx, t, l, `for fd in 3 4; do test -e /proc/$$/fd/$fd && readlink /proc/$$/fd/$fd; done; echo checked`, p)
+			if expectOK(t, r, "list fds"); r.stdout != "checked\n" {
+				t.Errorf("bash holds more than its own descriptors: %q", r.stdout)
+			}
+			for _, fd := range []string{"3", "4"} {
+				r := run(ctx, t, l, "cat /dev/fd/"+fd, p)
+				if r.code == 0 || !strings.Contains(r.stderr, "No such file") {
+					t.Errorf("cat /dev/fd/%s: %+v", fd, r)
+				}
+			}
+			r = run(ctx, t, l, `env | grep -c DSH_SANDBOX_HELPER`, p)
+			if r.stdout != "0\n" {
+				t.Errorf("helper marker visible: %q", r.stdout)
+			}
+			if m.nons {
+				return
+			}
+			agent := strconv.Itoa(os.Getpid())
+			r = run(ctx, t, l, "test ! -e /proc/"+agent+" && cat /proc/1/cmdline | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]'", p)
+			if expectOK(t, r, "agent hidden from /proc"); !strings.HasPrefix(r.stdout, "dsh-acp-sandbox-init \n") {
+				t.Errorf("/proc inside: %q", r.stdout)
+			}
+		})
+	}
+}
+
+func TestHelperError(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	for _, m := range modes(t) {
+		l := launcher(t, m)
+		p := policy(t)
+		p.Shell = "/nonexistent/bash"
+		r := run(ctx, t, l, "true", p)
+		if r.code != sandbox.HelperFailed || !strings.HasPrefix(r.stderr, sandbox.HelperPrefix) {
+			t.Errorf("%s: missing shell: %+v", m.name, r)
+		}
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	t.Setenv(sandbox.SimulateEnv, "nolandlock")
+	a := sandbox.Probe(nil)
+	if a.LandlockABI != 0 || a.Simulated == "" {
+		t.Fatalf("simulated probe: %+v", a)
+	}
+	err := sandbox.Require(a)
+	if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "Landlock") {
+		t.Errorf("Require: %v", err)
+	}
+	if _, err := sandbox.NewLauncher(sandbox.LauncherOptions{Availability: a}); !errors.Is(err, sandbox.ErrUnavailable) {
+		t.Errorf("NewLauncher: %v", err)
+	}
+
+	t.Setenv(sandbox.SimulateEnv, "nouserns")
+	a = sandbox.Probe(nil)
+	if a.UserNS || a.PIDNS || a.NetNS {
+		t.Errorf("nouserns probe: %+v", a)
+	}
+	if real := probe(); real.LandlockABI >= 1 {
+		l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Availability: a})
+		if err != nil || l.Namespaces() {
+			t.Errorf("Landlock-only launcher: %v %v", l, err)
+		}
+	}
+}
+
+func TestSessionDir(t *testing.T) {
+	parent := t.TempDir()
+	d, err := sandbox.NewSessionDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(d.Path)
+	if err != nil || fi.Mode().Perm() != 0o700 || filepath.Dir(d.Path) != parent {
+		t.Fatalf("session dir %s: %v %v", d.Path, fi, err)
+	}
+	if len(modes(t)) > 0 {
+		// What a command leaves there, read-only directories included.
+		ctx := testCtx(t, 30*time.Second)
+		p := policy(t)
+		p.TempDir = d.Path
+		expectOK(t, run(ctx, t, launcher(t, modes(t)[0]), `mkdir -p "$TMPDIR/ro/x" && touch "$TMPDIR/ro/x/f" && chmod 500 "$TMPDIR/ro" "$TMPDIR/ro/x"`, p), "fill temp dir")
+	}
+	if err := d.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Remove: %v", err)
+	}
+	if err := d.Remove(); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+}
