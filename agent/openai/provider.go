@@ -119,10 +119,10 @@ func New(opts Options) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{
-		endpoint:   strings.TrimSuffix(base.String(), "/"),
-		model:      opts.Model,
-		apiKey:     opts.APIKey,
-		needsKey:   opts.APIKey == "" && !isLoopback(base.Hostname()),
+		endpoint:    strings.TrimSuffix(base.String(), "/"),
+		model:       opts.Model,
+		apiKey:      opts.APIKey,
+		needsKey:    opts.APIKey == "" && !isLoopback(base.Hostname()),
 		maxRetries:  opts.MaxRetries,
 		backoff:     opts.RetryBackoff,
 		log:         opts.Logger,
