@@ -106,14 +106,24 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 		b.w.read.Store(true)
 		b.w.kick()
 	}
-	if err != nil && !errors.Is(err, io.EOF) && b.w.fired.Load() {
+	if err == nil {
+		return n, nil
+	}
+	if !errors.Is(err, io.EOF) && b.w.fired.Load() {
 		return n, &stallError{idle: b.w.idle, started: b.w.read.Load()}
 	}
+	// The body is over. go-openai reads an error body to its end without
+	// closing it, so the watchdog is released here, not only in Close.
+	b.release()
 	return n, err
 }
 
-func (b *watchedBody) Close() error {
+func (b *watchedBody) release() {
 	b.w.timer.Stop()
 	b.cancel(nil)
+}
+
+func (b *watchedBody) Close() error {
+	b.release()
 	return b.body.Close()
 }
