@@ -187,7 +187,9 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 		resp, delivered, err := p.attempt(ctx, params, emit)
 		if err == nil {
 			p.log.Debug("model answer", zap.String("finish", string(resp.FinishReason)),
-				zap.Int("text_bytes", len(resp.Message.Content)), zap.Int("tool_calls", len(resp.Message.ToolCalls)))
+				zap.Int("text_bytes", len(resp.Message.Content)), zap.Int("tool_calls", len(resp.Message.ToolCalls)),
+				zap.Bool("usage_reported", resp.Usage.Reported), zap.Int("prompt_tokens", resp.Usage.PromptTokens),
+				zap.Int("completion_tokens", resp.Usage.CompletionTokens))
 			return resp, nil
 		}
 		if ctx.Err() != nil {
