@@ -129,16 +129,15 @@ func TestExecModelTimeout(t *testing.T) {
 
 func TestModelTimeoutFlag(t *testing.T) {
 	t.Parallel()
-	var errb bytes.Buffer
-	cfg, err := parseServe([]string{"--model-timeout", "5s"}, noEnv, &errb)
+	cfg, err := parseServe([]string{"--model-timeout", "5s"}, noEnv)
 	if err != nil || cfg.modelTimeout != 5*time.Second {
 		t.Fatalf("parseServe = %+v, %v", cfg, err)
 	}
-	cfg, err = parseServe(nil, noEnv, &errb)
+	cfg, err = parseServe(nil, noEnv)
 	if err != nil || cfg.modelTimeout != time.Minute {
 		t.Fatalf("default: %+v, %v", cfg, err)
 	}
-	if _, err := parseServe([]string{"--model-timeout", "0s"}, noEnv, &errb); err == nil {
+	if _, err := parseServe([]string{"--model-timeout", "0s"}, noEnv); err == nil {
 		t.Error("--model-timeout 0s accepted")
 	}
 }
