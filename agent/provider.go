@@ -76,6 +76,24 @@ type Response struct {
 	// append to the history.
 	Message      Message
 	FinishReason FinishReason
+	// Usage is what the request cost in tokens, as the endpoint counted it.
+	Usage Usage
+}
+
+// Usage is the token count of one model request. All counts are tokens;
+// when Reported is false the endpoint sent no usage and every count is 0
+// (a caller that needs a figure estimates one).
+type Usage struct {
+	// PromptTokens is the size of the request: history, tools and system
+	// prompt.
+	PromptTokens int
+	// CompletionTokens is the size of the answer, reasoning included.
+	CompletionTokens int
+	// TotalTokens is what the endpoint reports as the total (normally
+	// prompt + completion).
+	TotalTokens int
+	// Reported says the endpoint sent these counts.
+	Reported bool
 }
 
 // Provider streams one model response. It calls emit for each text or
@@ -96,3 +114,8 @@ func (f ProviderFunc) Stream(ctx context.Context, req Request, emit func(Delta))
 // ErrProvider marks a model/API failure. Its message is written for a user
 // (what went wrong and what to do) and never contains the API key.
 var ErrProvider = errors.New("model request failed")
+
+// ErrContextExceeded marks a request the endpoint refused because the
+// conversation no longer fits the model's context window. Errors wrapping it
+// also wrap ErrProvider; a caller can compact the history and retry once.
+var ErrContextExceeded = errors.New("the conversation exceeds the model's context window")

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	openaisdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
+	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 )
@@ -29,22 +28,107 @@ func (e *endedEarlyError) Error() string {
 
 func (e *endedEarlyError) Unwrap() error { return e.cause }
 
-// retryable reports whether err is worth another attempt. Attempt-level
-// errors only: whether output was already delivered is decided by the caller.
-func retryable(err error) bool {
+// eventError is an error event in the middle of a stream
+// (data: {"error":{"message":…}}).
+type eventError struct{ message string }
+
+func (e *eventError) Error() string { return "error event: " + e.message }
+
+// statusError is an HTTP error status, with what the server said about it.
+type statusError struct {
+	status int
+	header http.Header
+	// message, code and typ are the server's error object, when it sent
+	// one; message falls back to the raw body otherwise.
+	message, code, typ string
+	cause              error
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("status %d: %s", e.status, e.message)
+}
+
+func (e *statusError) Unwrap() error { return e.cause }
+
+// requestError turns what go-openai returned for a request that did not
+// get to streaming into our own types, adding the response headers it
+// does not keep.
+func (d *watchedDoer) requestError(err error) error {
 	var (
-		apiErr    *openaisdk.Error
-		urlErr    *url.Error
-		earlyErr  *endedEarlyError
-		streamErr *ssestream.StreamError
+		stallErr *stallError
+		apiErr   *goopenai.APIError
+		reqErr   *goopenai.RequestError
 	)
 	switch {
-	case errors.As(err, &apiErr):
-		s := apiErr.StatusCode
+	case errors.As(err, &stallErr):
+		return stallErr
+	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0:
+		code := ""
+		if apiErr.Code != nil {
+			code = fmt.Sprint(apiErr.Code)
+		}
+		return &statusError{status: apiErr.HTTPStatusCode, header: d.header, message: apiErr.Message, code: code, typ: apiErr.Type, cause: err}
+	case errors.As(err, &reqErr):
+		// A body that is not an OpenAI error object: vLLM's flat
+		// {"object":"error","message":…}, an HTML page from a proxy, a
+		// plain-text message from a local server.
+		e := &statusError{status: reqErr.HTTPStatusCode, header: d.header, message: string(reqErr.Body), cause: err}
+		var flat struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		}
+		if json.Unmarshal(reqErr.Body, &flat) == nil && flat.Message != "" {
+			e.message, e.typ = flat.Message, flat.Type
+		}
+		return e
+	case d.status >= http.StatusBadRequest:
+		// The error body could not be read.
+		return &statusError{status: d.status, header: d.header, cause: err}
+	}
+	return err
+}
+
+// contextExceeded reports whether the server refused the request because
+// it does not fit the model's context window. The wordings, all on a 400:
+//   - OpenAI: code "context_length_exceeded", message "This model's maximum
+//     context length is N tokens. However, your messages resulted in M
+//     tokens…" or "Your input exceeds the context window of this model…";
+//   - DeepSeek: code "invalid_request_error", message "This model's maximum
+//     context length is 131072 tokens. However, you requested 131134 tokens
+//     (…). Please reduce the length of the messages or completion.";
+//   - vLLM: OpenAI's first sentence, code 400;
+//   - llama.cpp: type "exceed_context_size_error", "the request exceeds the
+//     available context size…".
+func (e *statusError) contextExceeded() bool {
+	if e.status != http.StatusBadRequest && e.status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	if e.code == "context_length_exceeded" || e.typ == "exceed_context_size_error" {
+		return true
+	}
+	m := strings.ToLower(e.message)
+	for _, s := range []string{"maximum context length", "context_length_exceeded", "exceeds the context window", "exceeds the available context size"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryable reports whether err is worth another attempt. Attempt-level
+// errors only: whether output was already delivered is decided by the caller.
+// A stall is not retried: the endpoint already had the whole timeout.
+func retryable(err error) bool {
+	var (
+		statusErr *statusError
+		urlErr    *url.Error
+		earlyErr  *endedEarlyError
+	)
+	switch {
+	case errors.As(err, &statusErr):
+		s := statusErr.status
 		return s == http.StatusRequestTimeout || s == http.StatusConflict ||
 			s == http.StatusTooManyRequests || s >= 500
-	case errors.As(err, &streamErr):
-		return false
 	case errors.As(err, &urlErr), errors.As(err, &earlyErr):
 		return true
 	default:
@@ -56,9 +140,9 @@ func retryable(err error) bool {
 // Retry-After-Ms) from the server wins over our backoff; ok is false when the
 // server asks for more than maxRetryAfter.
 func (p *Provider) retryDelay(err error, n int) (d time.Duration, ok bool) {
-	var apiErr *openaisdk.Error
-	if errors.As(err, &apiErr) && apiErr.Response != nil {
-		if d, found := parseRetryAfter(apiErr.Response.Header, time.Now()); found {
+	var statusErr *statusError
+	if errors.As(err, &statusErr) && statusErr.header != nil {
+		if d, found := parseRetryAfter(statusErr.header, time.Now()); found {
 			return d, d <= maxRetryAfter
 		}
 	}
@@ -88,41 +172,57 @@ func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 }
 
 // describe turns the last attempt's error into one a user can act on. The
-// result wraps agent.ErrProvider and the original error (for errors.As), and
-// its text never contains the API key.
+// result wraps agent.ErrProvider (and agent.ErrContextExceeded when that is
+// what the server said) and the original error (for errors.As), and its text
+// never contains the API key.
 func (p *Provider) describe(err error, retries int) error {
 	var (
-		apiErr    *openaisdk.Error
+		statusErr *statusError
 		urlErr    *url.Error
 		earlyErr  *endedEarlyError
-		streamErr *ssestream.StreamError
+		eventErr  *eventError
+		stallErr  *stallError
+		decodeErr *decodeError
 		msg       string
+		kinds     = []error{agent.ErrProvider}
 	)
 	after := ""
 	if retries > 0 {
 		after = fmt.Sprintf(" after %d %s", retries, plural(retries, "retry", "retries"))
 	}
 	switch {
-	case errors.As(err, &apiErr):
-		msg = p.describeStatus(apiErr, retries, after)
+	case errors.As(err, &statusErr):
+		msg = p.describeStatus(statusErr, after)
+		if statusErr.contextExceeded() {
+			kinds = append(kinds, agent.ErrContextExceeded)
+		}
+	case errors.As(err, &stallErr):
+		what := fmt.Sprintf("sent no answer for %v", stallErr.idle)
+		if stallErr.started {
+			what = fmt.Sprintf("sent nothing for %v in the middle of its answer", stallErr.idle)
+		}
+		msg = fmt.Sprintf("the model endpoint %s %s; it may be overloaded or hung: try again, or raise --model-timeout",
+			p.endpoint, what)
 	case errors.As(err, &earlyErr):
 		msg = fmt.Sprintf("the model stream from %s ended early (%s)%s; the answer is incomplete, try again",
 			p.endpoint, earlyErr.Error(), after)
-	case errors.As(err, &streamErr):
-		msg = fmt.Sprintf("the model endpoint %s reported an error mid-answer: %s", p.endpoint, streamErrorText(streamErr))
+	case errors.As(err, &eventErr):
+		msg = fmt.Sprintf("the model endpoint %s reported an error mid-answer: %s", p.endpoint, eventErr.message)
 	case errors.As(err, &urlErr):
 		msg = fmt.Sprintf("cannot reach the model endpoint %s%s: %v; check --base-url (DSH_BASE_URL) and the network",
 			p.endpoint, after, urlErr.Err)
+	case errors.As(err, &decodeErr):
+		msg = fmt.Sprintf("the model endpoint %s sent a response we could not read: %v", p.endpoint, decodeErr.cause)
 	default:
-		msg = fmt.Sprintf("the model endpoint %s sent a response we could not read: %v", p.endpoint, err)
+		msg = fmt.Sprintf("the request to the model endpoint %s failed: %v", p.endpoint, err)
 	}
-	return &providerError{msg: p.redact(msg), cause: err}
+	return &providerError{msg: p.redact(msg), kinds: kinds, cause: err}
 }
 
-func (p *Provider) describeStatus(apiErr *openaisdk.Error, retries int, after string) string {
-	status := fmt.Sprintf("%d %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode))
-	server := serverMessage(apiErr)
-	switch apiErr.StatusCode {
+func (p *Provider) describeStatus(e *statusError, after string) string {
+	status := fmt.Sprintf("%d %s", e.status, http.StatusText(e.status))
+	server := serverMessage(e.message)
+	switch e.status {
 	case http.StatusUnauthorized:
 		// The server's message is left out on purpose: some servers echo the
 		// (masked or whole) key back.
@@ -138,26 +238,15 @@ func (p *Provider) describeStatus(apiErr *openaisdk.Error, retries int, after st
 		return fmt.Sprintf("the model endpoint %s returned %s%s; check --base-url (most servers want it to end in /v1) and --model (%q)",
 			p.endpoint, status, server, p.model)
 	}
+	if e.contextExceeded() {
+		return fmt.Sprintf("the conversation no longer fits the model's context window (%s returned %s%s)", p.endpoint, status, server)
+	}
 	return fmt.Sprintf("the model endpoint %s returned %s%s%s", p.endpoint, status, after, server)
 }
 
-// streamErrorText is the message of an SSE error event
-// ({"error":{"message":…}}), or the raw event when it has another shape.
-func streamErrorText(e *ssestream.StreamError) string {
-	var ev struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(e.Event.Data, &ev) == nil && ev.Error.Message != "" {
-		return ev.Error.Message
-	}
-	return strings.TrimSpace(string(e.Event.Data))
-}
-
 // serverMessage is the server's own error text, shortened, as ": text".
-func serverMessage(apiErr *openaisdk.Error) string {
-	m := strings.TrimSpace(apiErr.Message)
+func serverMessage(m string) string {
+	m = strings.TrimSpace(m)
 	if m == "" {
 		return ""
 	}
@@ -183,12 +272,20 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// providerError carries a user-facing message and wraps both
-// agent.ErrProvider and the underlying cause.
+// providerError carries a user-facing message and wraps its kinds
+// (agent.ErrProvider, maybe agent.ErrContextExceeded) and the underlying
+// cause.
 type providerError struct {
 	msg   string
+	kinds []error
 	cause error
 }
 
 func (e *providerError) Error() string   { return e.msg }
-func (e *providerError) Unwrap() []error { return []error{agent.ErrProvider, e.cause} }
+func (e *providerError) Unwrap() []error { return append(e.kinds[:len(e.kinds):len(e.kinds)], e.cause) }
+
+// redactErr is err with the API key taken out of its text, still wrapping
+// err and agent.ErrProvider.
+func (p *Provider) redactErr(err error) error {
+	return &providerError{msg: p.redact(err.Error()), kinds: []error{agent.ErrProvider}, cause: err}
+}

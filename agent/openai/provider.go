@@ -1,26 +1,25 @@
 // Package openai is an agent.Provider over any OpenAI-compatible
 // chat-completions endpoint (DeepSeek, OpenAI, Ollama, vLLM, llama.cpp …)
-// with streaming and tool calls. HTTP, SSE decoding and the typed chunk
-// structs come from github.com/openai/openai-go/v3; this package adds the
-// parts that client cannot know: DeepSeek's reasoning_content, a retry policy
-// that only retries while nothing has been shown to the user, and errors a
-// user can act on.
+// with streaming and tool calls. Request types, HTTP and SSE line framing
+// come from github.com/sashabaranov/go-openai, a client of the chat API and
+// little else; this package adds what that client cannot know: the
+// reasoning fields of DeepSeek and Ollama, a watchdog for endpoints that go
+// silent, a retry policy that only retries while nothing has been shown to
+// the user, and errors a user can act on.
 package openai
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	openaisdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
+	goopenai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -35,6 +34,10 @@ const (
 	// DefaultMaxRetries is how often a failed request is retried when
 	// Options.MaxRetries is zero.
 	DefaultMaxRetries = 3
+	// DefaultIdleTimeout is how long an endpoint may send nothing (before
+	// its answer starts or between two chunks) when Options.IdleTimeout is
+	// zero.
+	DefaultIdleTimeout = 60 * time.Second
 )
 
 // maxRetryAfter bounds how long a server may ask us to wait: past it we stop
@@ -65,8 +68,15 @@ type Options struct {
 	// endpoint Stream fails with ErrNoAPIKey before touching the network.
 	APIKey string
 	// HTTPClient carries the requests. Nil means a client of our own with
-	// no overall timeout (streams run as long as the model writes).
+	// no overall timeout (streams run as long as the model writes; silence
+	// is bounded by IdleTimeout).
 	HTTPClient *http.Client
+	// IdleTimeout is how long the endpoint may send no byte at all — from
+	// the request to the response headers, or between two reads of the
+	// stream — before the request fails naming the endpoint. Keep-alive
+	// comments count as bytes. Zero means DefaultIdleTimeout; negative means
+	// wait forever (only a cancel ends a silent stream).
+	IdleTimeout time.Duration
 	// MaxRetries is how often a request is retried on 408, 409, 429, 5xx or a
 	// connection failure, and only while no byte of the answer has reached
 	// the caller. Zero means DefaultMaxRetries; negative means never retry.
@@ -95,7 +105,8 @@ type Provider struct {
 	maxRetries  int
 	backoff     func(int) time.Duration
 	log         *zap.Logger
-	completions openaisdk.ChatCompletionService
+	http        *http.Client
+	idleTimeout time.Duration
 }
 
 var _ agent.Provider = (*Provider)(nil)
@@ -108,13 +119,15 @@ func New(opts Options) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{
-		endpoint:   strings.TrimSuffix(base.String(), "/"),
-		model:      opts.Model,
-		apiKey:     opts.APIKey,
-		needsKey:   opts.APIKey == "" && !isLoopback(base.Hostname()),
-		maxRetries: opts.MaxRetries,
-		backoff:    opts.RetryBackoff,
-		log:        opts.Logger,
+		endpoint:    strings.TrimSuffix(base.String(), "/"),
+		model:       opts.Model,
+		apiKey:      opts.APIKey,
+		needsKey:    opts.APIKey == "" && !isLoopback(base.Hostname()),
+		maxRetries:  opts.MaxRetries,
+		backoff:     opts.RetryBackoff,
+		log:         opts.Logger,
+		http:        opts.HTTPClient,
+		idleTimeout: opts.IdleTimeout,
 	}
 	if p.model == "" {
 		p.model = DefaultModel
@@ -125,6 +138,12 @@ func New(opts Options) (*Provider, error) {
 	case p.maxRetries < 0:
 		p.maxRetries = 0
 	}
+	switch {
+	case p.idleTimeout == 0:
+		p.idleTimeout = DefaultIdleTimeout
+	case p.idleTimeout < 0:
+		p.idleTimeout = 0
+	}
 	if p.backoff == nil {
 		p.backoff = defaultBackoff
 	}
@@ -133,24 +152,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	p.log = p.log.With(zap.String("endpoint", p.endpoint), zap.String("model", p.model))
 
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	if p.http == nil {
+		p.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	// NewChatCompletionService rather than NewClient: the latter folds in
-	// OPENAI_* environment variables (key, base URL, org headers), and this
-	// program's configuration is its own flags and DSH_* variables.
-	reqOpts := []option.RequestOption{
-		option.WithBaseURL(base.String()),
-		option.WithHTTPClient(hc),
-		// Retries are ours (see Stream): the SDK cannot tell whether a
-		// stream already delivered text, and we need the count for messages.
-		option.WithMaxRetries(0),
-	}
-	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
-	}
-	p.completions = openaisdk.NewChatCompletionService(reqOpts...)
 	return p, nil
 }
 
@@ -174,7 +178,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 	if err := p.Check(); err != nil {
 		return agent.Response{}, err
 	}
-	params, err := p.buildParams(req)
+	params, err := p.buildRequest(req)
 	if err != nil {
 		return agent.Response{}, fmt.Errorf("build model request: %w", err)
 	}
@@ -183,7 +187,9 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 		resp, delivered, err := p.attempt(ctx, params, emit)
 		if err == nil {
 			p.log.Debug("model answer", zap.String("finish", string(resp.FinishReason)),
-				zap.Int("text_bytes", len(resp.Message.Content)), zap.Int("tool_calls", len(resp.Message.ToolCalls)))
+				zap.Int("text_bytes", len(resp.Message.Content)), zap.Int("tool_calls", len(resp.Message.ToolCalls)),
+				zap.Bool("usage_reported", resp.Usage.Reported), zap.Int("prompt_tokens", resp.Usage.PromptTokens),
+				zap.Int("completion_tokens", resp.Usage.CompletionTokens))
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -209,25 +215,64 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 // attempt runs one HTTP request. delivered reports whether any delta was
 // emitted (or any tool call started), after which a retry would duplicate
 // output the user already saw.
-func (p *Provider) attempt(ctx context.Context, params openaisdk.ChatCompletionNewParams, emit func(agent.Delta)) (agent.Response, bool, error) {
-	stream := p.completions.NewStreaming(ctx, params)
+func (p *Provider) attempt(ctx context.Context, params goopenai.ChatCompletionRequest, emit func(agent.Delta)) (agent.Response, bool, error) {
+	d := &watchedDoer{client: p.http, idle: p.idleTimeout}
+	stream, err := p.client(d).CreateChatCompletionStream(ctx, params)
+	if err != nil {
+		return agent.Response{}, false, d.requestError(err)
+	}
 	defer stream.Close()
 	var acc accumulator
-	for stream.Next() {
-		acc.add(stream.Current(), emit)
-	}
-	if err := stream.Err(); err != nil {
-		if ctx.Err() == nil && brokeMidStream(err) {
-			// A read failed after the response headers arrived: for the
-			// user the stream ended early, whatever the transport says.
-			err = &endedEarlyError{cause: err}
+	for {
+		raw, err := stream.RecvRaw()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		return agent.Response{}, acc.delivered(), err
+		if err != nil {
+			return agent.Response{}, acc.delivered(), streamError(ctx, err)
+		}
+		if err := acc.add(raw, emit); err != nil {
+			return agent.Response{}, acc.delivered(), err
+		}
 	}
 	if !acc.finished {
 		return agent.Response{}, acc.delivered(), &endedEarlyError{}
 	}
 	return acc.response(), true, nil
+}
+
+// client is a go-openai client for one attempt: the doer carries that
+// attempt's watchdog and keeps its response headers (Retry-After).
+func (p *Provider) client(d goopenai.HTTPDoer) *goopenai.Client {
+	// DefaultConfig rather than anything reading OPENAI_* variables: this
+	// program's configuration is its own flags and DSH_* variables.
+	cfg := goopenai.DefaultConfig(p.apiKey)
+	cfg.BaseURL = p.endpoint
+	cfg.HTTPClient = d
+	// Lines that are not data (blank lines, DeepSeek's ": keep-alive"
+	// comments while a request queues) are normal; silence is bounded by
+	// the watchdog instead of by a count.
+	cfg.EmptyMessagesLimit = ^uint(0)
+	return goopenai.NewClientWithConfig(cfg)
+}
+
+// streamError classifies a failed read of the stream body.
+func streamError(ctx context.Context, err error) error {
+	var (
+		apiErr   *goopenai.APIError
+		stallErr *stallError
+	)
+	switch {
+	case errors.As(err, &stallErr), ctx.Err() != nil:
+		return err
+	case errors.As(err, &apiErr):
+		// go-openai turns a `data: {"error":…}` event into an APIError.
+		return &eventError{message: apiErr.Message}
+	default:
+		// A read failed after the response headers arrived: for the user
+		// the stream ended early, whatever the transport says.
+		return &endedEarlyError{cause: err}
+	}
 }
 
 func defaultBackoff(n int) time.Duration {
@@ -278,19 +323,4 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// brokeMidStream reports whether err came from reading the response body,
-// as opposed to an error status, a failed connection (the HTTP client
-// returns those as *url.Error), an error event or an undecodable chunk.
-func brokeMidStream(err error) bool {
-	var (
-		apiErr    *openaisdk.Error
-		urlErr    *url.Error
-		streamErr *ssestream.StreamError
-		syntaxErr *json.SyntaxError
-		typeErr   *json.UnmarshalTypeError
-	)
-	return !errors.As(err, &apiErr) && !errors.As(err, &urlErr) && !errors.As(err, &streamErr) &&
-		!errors.As(err, &syntaxErr) && !errors.As(err, &typeErr)
 }

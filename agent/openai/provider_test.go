@@ -103,6 +103,11 @@ func (f *fakeAPI) provider(t *testing.T, mod func(*openai.Options)) *openai.Prov
 func sse(w http.ResponseWriter, events ...string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	more(w, events...)
+}
+
+// more writes further events of a stream sse started.
+func more(w http.ResponseWriter, events ...string) {
 	for _, e := range events {
 		if strings.HasPrefix(e, ":") {
 			fmt.Fprintf(w, "%s\n\n", e) // SSE comment, e.g. DeepSeek's keep-alive
@@ -288,6 +293,35 @@ func TestStreamAccumulates(t *testing.T) {
 			},
 		},
 		{
+			name: "usage arrives as a last chunk without choices",
+			events: []string{
+				text("hi"), finish("stop"),
+				`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"test-model","choices":[],` +
+					`"usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234,"prompt_tokens_details":{"cached_tokens":1024}}}`,
+				done,
+			},
+			wantDeltas: []agent.Delta{{Text: "hi"}},
+			want: agent.Response{
+				Message:      agent.Message{Role: agent.RoleAssistant, Content: "hi"},
+				FinishReason: agent.FinishStop,
+				Usage:        agent.Usage{PromptTokens: 1200, CompletionTokens: 34, TotalTokens: 1234, Reported: true},
+			},
+		},
+		{
+			name: "usage on the finishing chunk, null before",
+			events: []string{
+				`{"id":"c","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":null}`,
+				`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":1,"total_tokens":8}}`,
+				done,
+			},
+			wantDeltas: []agent.Delta{{Text: "a"}},
+			want: agent.Response{
+				Message:      agent.Message{Role: agent.RoleAssistant, Content: "a"},
+				FinishReason: agent.FinishStop,
+				Usage:        agent.Usage{PromptTokens: 7, CompletionTokens: 1, TotalTokens: 8, Reported: true},
+			},
+		},
+		{
 			name:       "finish_reason without [DONE] is complete",
 			events:     []string{text("x"), finish("stop")},
 			wantDeltas: []agent.Delta{{Text: "x"}},
@@ -345,8 +379,9 @@ func TestRequestShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"model":  "test-model",
-		"stream": true,
+		"model":          "test-model",
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
 		"messages": []any{
 			map[string]any{"role": "system", "content": "sys"},
 			map[string]any{"role": "user", "content": "list files"},
@@ -365,6 +400,30 @@ func TestRequestShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got.Body); diff != "" {
 		t.Errorf("request body (-want +got):\n%s", diff)
+	}
+}
+
+// TestEmptyAnswerNotSent: an assistant message with neither text nor tool
+// calls (a reasoning-only answer) is left out of later requests: go-openai
+// cannot send an empty content, and servers refuse an assistant message
+// without content or tool calls.
+func TestEmptyAnswerNotSent(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(t, func(w http.ResponseWriter, _ *http.Request, _ int) { sse(w, text("ok"), finish("stop"), done) })
+	req := agent.Request{Messages: []agent.Message{
+		{Role: agent.RoleUser, Content: "hi"},
+		{Role: agent.RoleAssistant, ReasoningContent: "nothing to say"},
+		{Role: agent.RoleUser, Content: "hello?"},
+	}}
+	if _, err := api.provider(t, nil).Stream(testCtx(t), req, func(agent.Delta) {}); err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	want := []any{
+		map[string]any{"role": "user", "content": "hi"},
+		map[string]any{"role": "user", "content": "hello?"},
+	}
+	if diff := cmp.Diff(want, api.requests()[0].Body["messages"]); diff != "" {
+		t.Errorf("messages sent (-want +got):\n%s", diff)
 	}
 }
 
@@ -546,6 +605,16 @@ func TestErrors(t *testing.T) {
 			wantRequests: 1,
 		},
 		{
+			name: "502 with an HTML body from a proxy is retried, then reported",
+			respond: func(w http.ResponseWriter, _ *http.Request, _ int) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprint(w, "<html><body>bad gateway</body></html>")
+			},
+			wantSub:      []string{"502 Bad Gateway", "after 3 retries", "bad gateway"},
+			wantRequests: 4,
+		},
+		{
 			name:         "404 hints at the base URL",
 			respond:      func(w http.ResponseWriter, _ *http.Request, _ int) { errBody(w, http.StatusNotFound, "no such route") },
 			wantSub:      []string{"404 Not Found", "--base-url", `"test-model"`},
@@ -579,6 +648,15 @@ func TestErrors(t *testing.T) {
 			},
 			wantOK:       true,
 			wantRequests: 2,
+			wantDeltas:   1,
+		},
+		{
+			name: "an undecodable chunk",
+			respond: func(w http.ResponseWriter, _ *http.Request, _ int) {
+				sse(w, text("a"), `{"choices":"nope"}`)
+			},
+			wantSub:      []string{"could not read"},
+			wantRequests: 1,
 			wantDeltas:   1,
 		},
 		{
@@ -749,4 +827,274 @@ func TestCancelMidStream(t *testing.T) {
 	if got := len(api.requests()); got != 1 {
 		t.Errorf("server got %d requests, want 1 (no retry after a cancel)", got)
 	}
+}
+
+// TestContextExceeded: the wordings of DeepSeek, OpenAI, vLLM and llama.cpp
+// for a request longer than the context window are told apart from other
+// 400s, and none is retried.
+func TestContextExceeded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		body string
+		want bool
+	}{
+		{
+			name: "DeepSeek",
+			body: `{"error":{"message":"This model's maximum context length is 131072 tokens. However, you requested 131134 tokens ` +
+				`(122942 in the messages, 8192 in the completion). Please reduce the length of the messages or completion.",` +
+				`"type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`,
+			want: true,
+		},
+		{
+			name: "OpenAI",
+			body: `{"error":{"message":"This model's maximum context length is 8192 tokens. However, you requested 8213 tokens ` +
+				`(6683 in the messages, 730 in the functions, and 800 in the completion). Please reduce the length of the messages, functions, or completion.",` +
+				`"type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			want: true,
+		},
+		{
+			name: "OpenAI, newer wording",
+			body: `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.",` +
+				`"type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`,
+			want: true,
+		},
+		{
+			name: "vLLM",
+			body: `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens in the messages, ` +
+				`Please reduce the length of the messages.","type":"BadRequestError","param":null,"code":400}`,
+			want: true,
+		},
+		{
+			name: "llama.cpp",
+			body: `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error",` +
+				`"n_prompt_tokens":5000,"n_ctx":4096}}`,
+			want: true,
+		},
+		{
+			name: "another 400",
+			body: `{"error":{"message":"Missing reasoning_content field in the assistant message at message index 2","type":"invalid_request_error","code":"invalid_request_error"}}`,
+			want: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			api := newFakeAPI(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, tt.body)
+			})
+			_, err := api.provider(t, nil).Stream(testCtx(t), simpleRequest(), func(agent.Delta) {})
+			if err == nil {
+				t.Fatal("Stream succeeded, want an error")
+			}
+			if !errors.Is(err, agent.ErrProvider) {
+				t.Errorf("error %q does not wrap agent.ErrProvider", err)
+			}
+			if got := errors.Is(err, agent.ErrContextExceeded); got != tt.want {
+				t.Errorf("errors.Is(%q, ErrContextExceeded) = %v, want %v", err, got, tt.want)
+			}
+			t.Log(err)
+			if tt.want && !strings.Contains(err.Error(), "context window") {
+				t.Errorf("error %q does not say what happened", err)
+			}
+			for _, s := range []string{api.srv.URL, "400 Bad Request"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+			if got := len(api.requests()); got != 1 {
+				t.Errorf("server got %d requests, want 1", got)
+			}
+		})
+	}
+}
+
+// TestStall: an endpoint that accepts the request and then sends nothing —
+// before its headers, after its headers, or in the middle of the stream —
+// fails after the idle timeout with a message naming it, and is not retried.
+func TestStall(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		before     func(w http.ResponseWriter)
+		wantSub    string
+		wantDeltas int
+	}{
+		{name: "no response at all", before: func(http.ResponseWriter) {}, wantSub: "sent no answer for 200ms"},
+		{
+			name: "headers, then nothing",
+			before: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+			},
+			wantSub: "sent no answer for 200ms",
+		},
+		{
+			name:       "silent in the middle of the answer",
+			before:     func(w http.ResponseWriter) { sse(w, text("partial")) },
+			wantSub:    "sent nothing for 200ms in the middle of its answer",
+			wantDeltas: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) })
+			api := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+				tt.before(w)
+				// Hung: until the client gives up (or the test ends).
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+			})
+			p := api.provider(t, func(o *openai.Options) { o.IdleTimeout = 200 * time.Millisecond })
+			deltas := 0
+			_, err := p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) { deltas++ })
+			if err == nil {
+				t.Fatal("Stream succeeded against a silent endpoint")
+			}
+			t.Log(err)
+			if !errors.Is(err, agent.ErrProvider) {
+				t.Errorf("error %q does not wrap agent.ErrProvider", err)
+			}
+			for _, s := range []string{api.srv.URL + "/v1", tt.wantSub, "--model-timeout"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+			if deltas != tt.wantDeltas {
+				t.Errorf("emitted %d deltas, want %d", deltas, tt.wantDeltas)
+			}
+			if got := len(api.requests()); got != 1 {
+				t.Errorf("server got %d requests, want 1 (a stall is not retried)", got)
+			}
+		})
+	}
+}
+
+// TestSlowButAlive: a stream whose chunks come further apart in total than
+// the idle timeout, but each well within it, completes: the timeout is about
+// silence, not about the length of the answer. Time is what is under test,
+// so the server paces its chunks with a timer.
+func TestSlowButAlive(t *testing.T) {
+	t.Parallel()
+	const (
+		idle   = 400 * time.Millisecond
+		gap    = idle / 4
+		chunks = 6
+	)
+	api := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		sse(w, text("0"))
+		for i := 1; i < chunks; i++ {
+			timer := time.NewTimer(gap)
+			select {
+			case <-timer.C:
+			case <-r.Context().Done():
+				timer.Stop()
+				return
+			}
+			more(w, text(fmt.Sprint(i)))
+		}
+		more(w, finish("stop"), done)
+	})
+	p := api.provider(t, func(o *openai.Options) { o.IdleTimeout = idle })
+	start := time.Now()
+	resp, err := p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) {})
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if resp.Message.Content != "012345" {
+		t.Errorf("content = %q", resp.Message.Content)
+	}
+	if d := time.Since(start); d <= idle {
+		t.Errorf("the stream took %v, not more than one timeout: the test proves nothing", d)
+	}
+}
+
+func TestModels(t *testing.T) {
+	t.Parallel()
+	t.Run("lists ids", func(t *testing.T) {
+		t.Parallel()
+		var auth, path string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			auth, path = r.Header.Get("Authorization"), r.URL.Path
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"deepseek-chat","object":"model","owned_by":"deepseek"},`+
+				`{"id":"deepseek-reasoner","object":"model","owned_by":"deepseek"}]}`)
+		}))
+		t.Cleanup(srv.Close)
+		p := newProvider(t, srv)
+		got, err := p.Models(testCtx(t))
+		if err != nil {
+			t.Fatalf("Models: %v", err)
+		}
+		if diff := cmp.Diff([]string{"deepseek-chat", "deepseek-reasoner"}, got); diff != "" {
+			t.Errorf("models (-want +got):\n%s", diff)
+		}
+		if path != "/v1/models" || auth != "Bearer "+testKey {
+			t.Errorf("request: path %q, Authorization %q", path, auth)
+		}
+	})
+	t.Run("no such route", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.NotFoundHandler())
+		t.Cleanup(srv.Close)
+		_, err := newProvider(t, srv).Models(testCtx(t))
+		if err == nil {
+			t.Fatal("Models succeeded on a 404")
+		}
+		for _, s := range []string{srv.URL, "404"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("error %q lacks %q", err, s)
+			}
+		}
+	})
+	t.Run("key echoed in a 401 is not repeated", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"}}`, testKey)
+		}))
+		t.Cleanup(srv.Close)
+		_, err := newProvider(t, srv).Models(testCtx(t))
+		if err == nil {
+			t.Fatal("Models succeeded on a 401")
+		}
+		assertNoKey(t, "error", err.Error())
+	})
+	t.Run("a hung endpoint is given up on with the caller's context", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(srv.Close)
+		ctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
+		defer cancel()
+		_, err := newProvider(t, srv).Models(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Models error = %v, want a deadline", err)
+		}
+		if !strings.Contains(err.Error(), srv.URL) {
+			t.Errorf("error %q does not name the endpoint", err)
+		}
+	})
+}
+
+func newProvider(t *testing.T, srv *httptest.Server) *openai.Provider {
+	t.Helper()
+	p, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", APIKey: testKey, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

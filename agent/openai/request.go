@@ -4,67 +4,65 @@ import (
 	"encoding/json"
 	"fmt"
 
-	openaisdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
+	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 )
 
-func (p *Provider) buildParams(req agent.Request) (openaisdk.ChatCompletionNewParams, error) {
-	params := openaisdk.ChatCompletionNewParams{Model: p.model}
+// emptySchema is sent for a tool that declares no parameters: servers
+// reject "parameters": null.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func (p *Provider) buildRequest(req agent.Request) (goopenai.ChatCompletionRequest, error) {
+	out := goopenai.ChatCompletionRequest{
+		Model: p.model,
+		// Usage arrives as one last chunk with no choices.
+		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
+	}
 	keep := keepReasoning(req.Messages)
 	for i, m := range req.Messages {
+		msg := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
 		switch m.Role {
-		case agent.RoleSystem:
-			params.Messages = append(params.Messages, openaisdk.SystemMessage(m.Content))
-		case agent.RoleUser:
-			params.Messages = append(params.Messages, openaisdk.UserMessage(m.Content))
+		case agent.RoleSystem, agent.RoleUser:
 		case agent.RoleTool:
-			params.Messages = append(params.Messages, openaisdk.ToolMessage(m.Content, m.ToolCallID))
+			msg.ToolCallID = m.ToolCallID
 		case agent.RoleAssistant:
-			params.Messages = append(params.Messages, assistantParam(m, keep[i]))
+			if m.Content == "" && len(m.ToolCalls) == 0 {
+				// An empty answer carries nothing the model needs, and
+				// go-openai leaves an empty content out, which servers
+				// reject on an assistant message without tool calls.
+				continue
+			}
+			for _, tc := range m.ToolCalls {
+				msg.ToolCalls = append(msg.ToolCalls, goopenai.ToolCall{
+					ID:       tc.ID,
+					Type:     goopenai.ToolTypeFunction,
+					Function: goopenai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+				})
+			}
+			if keep[i] {
+				msg.ReasoningContent = m.ReasoningContent
+			}
 		default:
-			return params, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+			return out, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
+		out.Messages = append(out.Messages, msg)
 	}
 	for _, t := range req.Tools {
-		var schema shared.FunctionParameters
+		schema := emptySchema
 		if len(t.Parameters) > 0 {
-			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-				return params, fmt.Errorf("tool %q: parameters are not a JSON object: %w", t.Name, err)
+			var obj map[string]any
+			if err := json.Unmarshal(t.Parameters, &obj); err != nil || obj == nil {
+				return out, fmt.Errorf("tool %q: parameters are not a JSON object", t.Name)
 			}
+			schema = t.Parameters
 		}
-		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-		if t.Description != "" {
-			fn.Description = openaisdk.String(t.Description)
-		}
-		params.Tools = append(params.Tools, openaisdk.ChatCompletionFunctionTool(fn))
-	}
-	return params, nil
-}
-
-func assistantParam(m agent.Message, withReasoning bool) openaisdk.ChatCompletionMessageParamUnion {
-	var a openaisdk.ChatCompletionAssistantMessageParam
-	// Content may be left out only when there are tool calls; an answer
-	// with neither must still say content "" or servers reject it.
-	if m.Content != "" || len(m.ToolCalls) == 0 {
-		a.Content.OfString = openaisdk.String(m.Content)
-	}
-	for _, tc := range m.ToolCalls {
-		a.ToolCalls = append(a.ToolCalls, openaisdk.ChatCompletionMessageToolCallUnionParam{
-			OfFunction: &openaisdk.ChatCompletionMessageFunctionToolCallParam{
-				ID: tc.ID,
-				Function: openaisdk.ChatCompletionMessageFunctionToolCallFunctionParam{
-					Name:      tc.Name,
-					Arguments: tc.Arguments,
-				},
-			},
+		out.Tools = append(out.Tools, goopenai.Tool{
+			Type:     goopenai.ToolTypeFunction,
+			Function: &goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: schema},
 		})
 	}
-	if withReasoning && m.ReasoningContent != "" {
-		a.SetExtraFields(map[string]any{"reasoning_content": m.ReasoningContent})
-	}
-	return openaisdk.ChatCompletionMessageParamUnion{OfAssistant: &a}
+	return out, nil
 }
 
 // keepReasoning decides, per message, whether an assistant message's

@@ -5,39 +5,73 @@ import (
 	"fmt"
 	"strings"
 
-	openaisdk "github.com/openai/openai-go/v3"
+	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 )
 
-// reasoningFields are the delta fields that carry thinking text, in order of
-// preference: DeepSeek (and SGLang, older vLLM) send reasoning_content;
-// Ollama, newer vLLM and OpenRouter send reasoning. openai-go has no typed
-// field for either, so they are read from the delta's extra JSON fields.
-var reasoningFields = []string{"reasoning_content", "reasoning"}
+// chunk is one chat.completion.chunk, decoded here rather than into
+// go-openai's ChatCompletionStreamResponse: thinking text comes as
+// reasoning_content (DeepSeek, SGLang, older vLLM) or as reasoning (Ollama,
+// newer vLLM, OpenRouter), and go-openai's delta has only the first.
+type chunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content          string              `json:"content"`
+			ReasoningContent string              `json:"reasoning_content"`
+			Reasoning        string              `json:"reasoning"`
+			ToolCalls        []goopenai.ToolCall `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	// Usage is null on every chunk but the last when usage was asked for.
+	Usage *goopenai.Usage `json:"usage"`
+}
+
+// decodeError is a chunk that is not the JSON we expect.
+type decodeError struct{ cause error }
+
+func (e *decodeError) Error() string { return "undecodable chunk: " + e.cause.Error() }
+func (e *decodeError) Unwrap() error { return e.cause }
 
 // accumulator folds the chunks of one streamed answer into a Response.
-// openai-go's ChatCompletionAccumulator is not used because it drops the
-// untyped reasoning fields and we need to emit deltas as they arrive anyway.
 type accumulator struct {
 	text      strings.Builder
 	reasoning strings.Builder
 	calls     []agent.ToolCall
 	// slot maps a tool call's stream index to its position in calls.
-	slot map[int64]int
+	slot map[int]int
 	// finish is the raw finish_reason; finished is set once one arrived.
 	finish   string
 	finished bool
+	usage    agent.Usage
 }
 
-func (a *accumulator) add(chunk openaisdk.ChatCompletionChunk, emit func(agent.Delta)) {
-	for _, choice := range chunk.Choices {
+func (a *accumulator) add(raw []byte, emit func(agent.Delta)) error {
+	var c chunk
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return &decodeError{cause: err}
+	}
+	if c.Usage != nil {
+		a.usage = agent.Usage{
+			PromptTokens:     c.Usage.PromptTokens,
+			CompletionTokens: c.Usage.CompletionTokens,
+			TotalTokens:      c.Usage.TotalTokens,
+			Reported:         true,
+		}
+	}
+	for _, choice := range c.Choices {
 		// We never ask for n > 1; anything beyond the first choice is not ours.
 		if choice.Index != 0 {
 			continue
 		}
 		d := choice.Delta
-		if r := reasoningOf(d); r != "" {
+		r := d.ReasoningContent
+		if r == "" {
+			r = d.Reasoning
+		}
+		if r != "" {
 			a.reasoning.WriteString(r)
 			emit(agent.Delta{Reasoning: r})
 		}
@@ -53,24 +87,31 @@ func (a *accumulator) add(chunk openaisdk.ChatCompletionChunk, emit func(agent.D
 			a.finished = true
 		}
 	}
+	return nil
 }
 
 // addToolCall merges one tool-call fragment. The first fragment of a call
 // carries its id and name, later ones only more of the arguments text, all
 // under the same index. A fragment whose id differs from the one already at
 // its index starts a new call: some servers number every call 0.
-func (a *accumulator) addToolCall(tc openaisdk.ChatCompletionChunkChoiceDeltaToolCall) {
+func (a *accumulator) addToolCall(tc goopenai.ToolCall) {
 	if a.slot == nil {
-		a.slot = make(map[int64]int)
+		a.slot = make(map[int]int)
 	}
-	i, ok := a.slot[tc.Index]
+	// Index is always sent in a chunk; a server that leaves it out numbers
+	// calls as if every one were 0, and ids tell them apart.
+	index := 0
+	if tc.Index != nil {
+		index = *tc.Index
+	}
+	i, ok := a.slot[index]
 	if ok && tc.ID != "" && a.calls[i].ID != "" && a.calls[i].ID != tc.ID {
 		ok = false
 	}
 	if !ok {
 		a.calls = append(a.calls, agent.ToolCall{})
 		i = len(a.calls) - 1
-		a.slot[tc.Index] = i
+		a.slot[index] = i
 	}
 	c := &a.calls[i]
 	if tc.ID != "" {
@@ -102,6 +143,7 @@ func (a *accumulator) response() agent.Response {
 			ToolCalls:        calls,
 		},
 		FinishReason: mapFinish(a.finish, len(calls) > 0),
+		Usage:        a.usage,
 	}
 }
 
@@ -120,18 +162,4 @@ func mapFinish(reason string, hasCalls bool) agent.FinishReason {
 	default:
 		return agent.FinishStop
 	}
-}
-
-func reasoningOf(d openaisdk.ChatCompletionChunkChoiceDelta) string {
-	for _, name := range reasoningFields {
-		f, ok := d.JSON.ExtraFields[name]
-		if !ok {
-			continue
-		}
-		var s string
-		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -94,7 +94,10 @@ func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, 
 			log.Info("using scripted model", zap.String("script", cfg.script))
 		}
 	} else {
-		op, err := openai.New(openai.Options{BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey, Logger: log.Named("model")})
+		op, err := openai.New(openai.Options{
+			BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey,
+			IdleTimeout: cfg.modelTimeout, Logger: log.Named("model"),
+		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("model endpoint: %w", err)
 		}

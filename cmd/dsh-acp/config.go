@@ -31,6 +31,7 @@ type config struct {
 	deny         stringList
 	keepEnv      stringList
 	maxRequests  int
+	modelTimeout time.Duration
 	timeout      time.Duration
 	maxTimeout   time.Duration
 	logFile      string
@@ -72,6 +73,7 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.Var(&cfg.allow, "allow", "run commands matching this prefix `PATTERN` without asking (repeatable)")
 	fs.Var(&cfg.deny, "deny", "never run commands matching this prefix `PATTERN` (repeatable; wins over --allow)")
 	fs.Var(&cfg.keepEnv, "keep-env", "pass this credential-looking environment `NAME` to commands anyway (repeatable)")
+	fs.DurationVar(&cfg.modelTimeout, "model-timeout", openai.DefaultIdleTimeout, "fail a model request, naming the endpoint, after this long without a byte from it")
 	fs.IntVar(&cfg.maxRequests, "max-requests", agent.DefaultMaxRequests, "model requests allowed per prompt before it stops with max_turn_requests")
 	def := executor.DefaultLimits()
 	fs.DurationVar(&cfg.timeout, "timeout", def.DefaultTimeout, "default timeout of a foreground command")
@@ -197,6 +199,9 @@ func (c *config) limits() executor.Limits {
 func (c *config) validate() error {
 	if c.maxRequests <= 0 {
 		return fmt.Errorf("--max-requests must be positive, got %d", c.maxRequests)
+	}
+	if c.modelTimeout <= 0 {
+		return fmt.Errorf("--model-timeout must be positive, got %v", c.modelTimeout)
 	}
 	if c.timeout <= 0 || c.maxTimeout <= 0 {
 		return errors.New("--timeout and --max-timeout must be positive")

@@ -48,10 +48,15 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	}()
 
 	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: isTerminal(stdout)}
+	if isTerminal(stderr) {
+		p.quiet = newSilence(modelSilence, func() { p.notice(stderr, "waiting for the model…") })
+	}
 	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
+	p.quiet.begin()
 	stop, err := execPrompt(ctx, conn, cfg)
+	p.quiet.end()
 	p.finish()
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh-acp exec:", err)
@@ -132,6 +137,8 @@ type printer struct {
 	yes      bool
 	thoughts bool
 	color    bool
+	// quiet says when the model is silent; nil when stderr is not a terminal.
+	quiet *silence
 
 	// mu guards everything below and orders writes.
 	mu sync.Mutex
@@ -191,7 +198,21 @@ func (p *printer) finish() {
 	}
 }
 
+// notice writes a line for the person to w (stderr), on a line of its own
+// when stdout is the same terminal.
+func (p *printer) notice(w io.Writer, s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.color {
+		p.newline()
+	}
+	// Only called when w is a terminal, so it is always dimmed.
+	io.WriteString(w, ansiDim+s+ansiReset+"\n")
+}
+
 func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
+	// Before mu: the silence clock prints through the printer.
+	p.quiet.update(n.Update)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := n.Update

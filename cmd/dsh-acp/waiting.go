@@ -1,0 +1,116 @@
+package main
+
+import (
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// modelSilence is how long exec lets the model say nothing before it tells a
+// person at a terminal that it is waiting.
+const modelSilence = 2 * time.Second
+
+// silence calls show once each time the model has been silent for after:
+// from the start of the prompt, or since the last update, while no tool
+// call is running (a running command's silence is the command's). A nil
+// *silence does nothing, so the runner can leave it out when stderr is not
+// a terminal.
+type silence struct {
+	after time.Duration
+	show  func()
+	// start is time.AfterFunc; tests replace it to fire by hand.
+	start func(time.Duration, func()) stopper
+
+	// mu guards everything below; show is called with it held, so that no
+	// notice comes after stop returned.
+	mu      sync.Mutex
+	timer   stopper
+	gen     int
+	open    map[acpsdk.ToolCallId]bool
+	stopped bool
+}
+
+type stopper interface{ Stop() bool }
+
+func newSilence(after time.Duration, show func()) *silence {
+	return &silence{
+		after: after,
+		show:  show,
+		start: func(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) },
+		open:  make(map[acpsdk.ToolCallId]bool),
+	}
+}
+
+// begin starts the clock: the prompt is on its way to the model.
+func (s *silence) begin() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rearm()
+}
+
+// update restarts the clock on any session update, and keeps it stopped
+// while a tool call is running.
+func (s *silence) update(u acpsdk.SessionUpdate) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case u.ToolCall != nil:
+		if !finished(u.ToolCall.Status) {
+			s.open[u.ToolCall.ToolCallId] = true
+		}
+	case u.ToolCallUpdate != nil:
+		if u.ToolCallUpdate.Status != nil && finished(*u.ToolCallUpdate.Status) {
+			delete(s.open, u.ToolCallUpdate.ToolCallId)
+		}
+	}
+	s.rearm()
+}
+
+// end stops the clock for good: the prompt has answered.
+func (s *silence) end() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	s.rearm()
+}
+
+// rearm cancels the pending notice and, unless a tool call is running or
+// the prompt is over, schedules the next one. Called with mu held.
+func (s *silence) rearm() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.gen++
+	if s.stopped || len(s.open) > 0 {
+		return
+	}
+	gen := s.gen
+	s.timer = s.start(s.after, func() { s.fire(gen) })
+}
+
+func (s *silence) fire(gen int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A timer that Stop could not catch in time must not speak for a
+	// period that has ended.
+	if gen != s.gen || s.stopped || len(s.open) > 0 {
+		return
+	}
+	s.timer = nil
+	s.show()
+}
+
+func finished(st acpsdk.ToolCallStatus) bool {
+	return st == acpsdk.ToolCallStatusCompleted || st == acpsdk.ToolCallStatusFailed
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+)
+
+// handTimers is a silence clock fired by the test.
+type handTimers struct {
+	// mu guards pending.
+	mu      sync.Mutex
+	pending []func()
+}
+
+type handTimer struct{}
+
+func (handTimer) Stop() bool { return true }
+
+func (h *handTimers) start(_ time.Duration, f func()) stopper {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pending = append(h.pending, f)
+	return handTimer{}
+}
+
+// fireAll runs every timer ever started, stale ones included: a timer
+// whose Stop came too late must stay quiet.
+func (h *handTimers) fireAll() {
+	h.mu.Lock()
+	fs := append([]func(){}, h.pending...)
+	h.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+func TestSilence(t *testing.T) {
+	t.Parallel()
+	toolCall := acpsdk.SessionUpdate{ToolCall: &acpsdk.SessionUpdateToolCall{ToolCallId: "c1", Status: acpsdk.ToolCallStatusPending}}
+	done := acpsdk.ToolCallStatusCompleted
+	toolDone := acpsdk.SessionUpdate{ToolCallUpdate: &acpsdk.SessionToolCallUpdate{ToolCallId: "c1", Status: &done}}
+	text := acpsdk.SessionUpdate{AgentMessageChunk: &acpsdk.SessionUpdateAgentMessageChunk{Content: acpsdk.TextBlock("hi")}}
+	tests := []struct {
+		name  string
+		steps func(s *silence)
+		want  int
+	}{
+		{name: "silent from the start", steps: func(s *silence) { s.begin() }, want: 1},
+		{name: "silent after text", steps: func(s *silence) { s.begin(); s.update(text) }, want: 1},
+		{name: "a running command is not the model's silence", steps: func(s *silence) { s.begin(); s.update(toolCall) }, want: 0},
+		{name: "silent after the command finished", steps: func(s *silence) { s.begin(); s.update(toolCall); s.update(toolDone) }, want: 1},
+		{name: "nothing after the prompt answered", steps: func(s *silence) { s.begin(); s.update(text); s.end() }, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var h handTimers
+			shown := 0
+			s := newSilence(time.Hour, func() { shown++ })
+			s.start = h.start
+			tt.steps(s)
+			h.fireAll()
+			if shown != tt.want {
+				t.Errorf("notice shown %d times, want %d", shown, tt.want)
+			}
+		})
+	}
+	var nilSilence *silence
+	nilSilence.begin()
+	nilSilence.update(text)
+	nilSilence.end()
+}
+
+// TestSilenceRealClock: with the real clock the notice comes by itself.
+func TestSilenceRealClock(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shown := make(chan struct{}, 1)
+	s := newSilence(time.Millisecond, func() { shown <- struct{}{} })
+	s.begin()
+	defer s.end()
+	select {
+	case <-shown:
+	case <-ctx.Done():
+		t.Fatal("no notice")
+	}
+}
+
+// TestExecModelTimeout: exec against an endpoint that accepts the request
+// and never answers ends with an error naming the endpoint, within the
+// --model-timeout, instead of hanging.
+func TestExecModelTimeout(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"exec", "--base-url", srv.URL + "/v1", "--model-timeout", "200ms", "--cwd", t.TempDir(), "hello"}, nil, &out, &errb, noEnv)
+	all := out.String() + errb.String()
+	if code == 0 {
+		t.Errorf("exit 0 after a model timeout\n%s", all)
+	}
+	for _, want := range []string{srv.URL + "/v1", "sent no answer for 200ms", "--model-timeout"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("output lacks %q\n--- output:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "waiting for the model") {
+		t.Errorf("waiting notice printed on a stderr that is not a terminal:\n%s", all)
+	}
+}
+
+func TestModelTimeoutFlag(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseServe([]string{"--model-timeout", "5s"}, noEnv)
+	if err != nil || cfg.modelTimeout != 5*time.Second {
+		t.Fatalf("parseServe = %+v, %v", cfg, err)
+	}
+	cfg, err = parseServe(nil, noEnv)
+	if err != nil || cfg.modelTimeout != time.Minute {
+		t.Fatalf("default: %+v, %v", cfg, err)
+	}
+	if _, err := parseServe([]string{"--model-timeout", "0s"}, noEnv); err == nil {
+		t.Error("--model-timeout 0s accepted")
+	}
+}
