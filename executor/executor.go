@@ -53,10 +53,14 @@ type Spec struct {
 	// owner (open to any caller). Recorded on the task for its whole life.
 	Owner string
 	// Observe, if set, receives a foreground command's output as it arrives,
-	// for live display. It is called from the executor's reader goroutines,
-	// possibly for both streams at once; it must return quickly, must not
-	// block and must not keep p after returning.
-	Observe func(s Stream, p []byte)
+	// for live display: p is one read of stream s, and spill is the file
+	// that holds every byte of s once s overflowed (Output.SpillPath: empty
+	// before that, and when the file could not be written), so a display
+	// that skips bytes can say where they are. It is called from the
+	// executor's reader goroutines, possibly for both streams at once; it
+	// must return quickly, must not block and must not keep p after
+	// returning.
+	Observe func(s Stream, p []byte, spill string)
 }
 
 // Output is what is kept of one stream.
@@ -214,7 +218,8 @@ type Executor interface {
 
 	// KillOwned ends what a closing owner (a session) leaves behind: it
 	// kills every running task the owner owns, removes the spill files of
-	// the owner's commands, and returns how many tasks it signalled.
+	// the owner's commands (a spill file named to the owner lives until
+	// then), and returns how many tasks it signalled.
 	KillOwned(owner string) int
 
 	// Subscribe registers fn to be told, exactly once per task, when a

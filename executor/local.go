@@ -25,8 +25,12 @@ type Options struct {
 	// (mode 0700, created on first need with os.MkdirTemp). Empty means
 	// os.TempDir().
 	SpillDir string
-	// KeepSpillFiles keeps the spill directory when Close returns; by default
-	// Close removes it, since nothing can refer to it after the process ends.
+	// KeepSpillFiles keeps every spill file: neither KillOwned nor Close
+	// removes them, for a caller whose output names them to someone who
+	// reads them after it exits (the headless runner). By default
+	// KillOwned removes an owner's files and Close the whole directory,
+	// since nothing can refer to them after their session or the process
+	// ends.
 	KeepSpillFiles bool
 	// Env is the base environment of every command before scrubbing. Nil
 	// means os.Environ() at NewLocal.

@@ -111,7 +111,7 @@ type capture struct {
 	label   string
 	open    spillOpener
 	logger  *zap.Logger
-	observe func([]byte)
+	observe func(p []byte, spill string)
 
 	// mu guards everything below.
 	mu sync.Mutex
@@ -129,7 +129,7 @@ type capture struct {
 	closed  bool
 }
 
-func newCapture(label string, tailBytes, unreadBytes int, open spillOpener, logger *zap.Logger, observe func([]byte)) *capture {
+func newCapture(label string, tailBytes, unreadBytes int, open spillOpener, logger *zap.Logger, observe func(p []byte, spill string)) *capture {
 	c := &capture{label: label, open: open, logger: logger, observe: observe, tail: ring{max: tailBytes}}
 	if unreadBytes > 0 {
 		c.unread = &ring{max: unreadBytes}
@@ -161,9 +161,10 @@ func (c *capture) Write(p []byte) (int, error) {
 	if c.unread != nil {
 		c.dropped += int64(c.unread.write(p))
 	}
+	spill := c.spillPath
 	c.mu.Unlock()
 	if c.observe != nil {
-		c.observe(p)
+		c.observe(p, spill)
 	}
 	return len(p), nil
 }

@@ -86,10 +86,10 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		readersDone: make(chan struct{}),
 		termC:       make(chan struct{}),
 	}
-	var obsOut, obsErr func([]byte)
+	var obsOut, obsErr func([]byte, string)
 	if obs := spec.Observe; obs != nil {
-		obsOut = func(b []byte) { obs(Stdout, b) }
-		obsErr = func(b []byte) { obs(Stderr, b) }
+		obsOut = func(b []byte, spill string) { obs(Stdout, b, spill) }
+		obsErr = func(b []byte, spill string) { obs(Stderr, b, spill) }
 	}
 	open := func(label string) (*os.File, error) { return l.spillFile(spec.Owner, label) }
 	p.stdout = newCapture(label+"-stdout", l.opts.TailBytes, unreadBytes, open, l.logger, obsOut)

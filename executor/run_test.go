@@ -126,7 +126,7 @@ func TestRunObserve(t *testing.T) {
 	seen := map[executor.Stream]string{}
 	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{
 		Command: "echo a; echo b >&2; echo c",
-		Observe: func(s executor.Stream, p []byte) {
+		Observe: func(s executor.Stream, p []byte, _ string) {
 			mu.Lock()
 			seen[s] += string(p)
 			mu.Unlock()
@@ -141,6 +141,44 @@ func TestRunObserve(t *testing.T) {
 	}
 	if res.Stdout.Text != "a\nc\n" {
 		t.Errorf("stdout %q", res.Stdout.Text)
+	}
+}
+
+// TestRunObserveSpill: the observer learns a stream's spill file with the
+// first read after the stream overflowed, and only then; the other stream
+// has none.
+func TestRunObserveSpill(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 100}})
+	var mu sync.Mutex
+	var before, after int // stdout bytes observed without and with a spill path
+	paths := map[executor.Stream]string{}
+	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{
+		Command: "seq 1 1000; echo e >&2",
+		Observe: func(s executor.Stream, p []byte, spill string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if spill == "" {
+				if s == executor.Stdout {
+					before += len(p)
+				}
+				return
+			}
+			if prev, ok := paths[s]; ok && prev != spill {
+				t.Errorf("spill path of %v changed from %q to %q", s, prev, spill)
+			}
+			paths[s] = spill
+			after += len(p)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[executor.Stream]string{executor.Stdout: res.Stdout.SpillPath}, paths); d != "" {
+		t.Errorf("observed spill paths (-want +got):\n%s", d)
+	}
+	if before > 100 || before+after != int(res.Stdout.Bytes) {
+		t.Errorf("observed %d bytes before the spill path and %d with it; stream %d bytes, tail 100", before, after, res.Stdout.Bytes)
 	}
 }
 
@@ -244,7 +282,7 @@ func TestRunCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(testCtx(t, 20*time.Second))
 			defer cancel()
 			// Handshake: cancel once the command said it is ready.
-			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd, Observe: func(s executor.Stream, p []byte) {
+			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd, Observe: func(s executor.Stream, p []byte, _ string) {
 				if strings.Contains(string(p), "ready") {
 					cancel()
 				}

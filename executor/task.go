@@ -179,8 +179,12 @@ func (l *Local) KillOwned(owner string) int {
 	spills := l.spills[owner]
 	delete(l.spills, owner)
 	l.mu.Unlock()
-	// Nobody can refer to a gone owner's output any more. A task still
-	// writing keeps its open file until it dies; the name goes now.
+	// Nobody can refer to a gone owner's output any more (unless the files
+	// are kept for someone outside, KeepSpillFiles). A task still writing
+	// keeps its open file until it dies; the name goes now.
+	if l.opts.KeepSpillFiles {
+		spills = nil
+	}
 	for _, path := range spills {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			l.logger.Warn("remove spill file", zap.String("path", path), zap.Error(err))

@@ -446,7 +446,7 @@ func TestClose(t *testing.T) {
 	}
 	fg := make(chan runResult, 1)
 	go func() {
-		res, err := l.Run(ctx, executor.Spec{Command: "echo $$; trap '' TERM; sleep 100 & echo ready; wait", Observe: func(_ executor.Stream, p []byte) {
+		res, err := l.Run(ctx, executor.Spec{Command: "echo $$; trap '' TERM; sleep 100 & echo ready; wait", Observe: func(_ executor.Stream, p []byte, _ string) {
 			if strings.Contains(string(p), "ready") {
 				once.Do(func() { close(ready) })
 			}
@@ -511,5 +511,28 @@ func TestKillOwnedRemovesSpillFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(theirs); err != nil {
 		t.Errorf("other owner's spill file: %v", err)
+	}
+}
+
+// TestKeepSpillFiles: with KeepSpillFiles neither a closing owner nor Close
+// removes a spill file, so output that named it can still be read.
+func TestKeepSpillFiles(t *testing.T) {
+	t.Parallel()
+	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{TailBytes: 16}, SpillDir: t.TempDir(),
+		DefaultWorkdir: t.TempDir(), KeepSpillFiles: true, AllowInspection: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "seq 1 100", Owner: "a"})
+	if err != nil || res.Stdout.SpillPath == "" {
+		t.Fatalf("run: %v, spill %q", err, res.Stdout.SpillPath)
+	}
+	l.KillOwned("a")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(res.Stdout.SpillPath)
+	if err != nil || len(full) != int(res.Stdout.Bytes) {
+		t.Errorf("kept spill file: %d bytes of %d, %v", len(full), res.Stdout.Bytes, err)
 	}
 }
