@@ -43,7 +43,13 @@ type Options struct {
 	// UpdateInterval is the least time between two live-output updates of a
 	// running command; zero means 200ms.
 	UpdateInterval time.Duration
-	Logger         *zap.Logger
+	// UpdateTicker, if set, replaces the UpdateInterval clock: it is called
+	// once per running command, that command's buffered output is sent at
+	// each tick, and stop is called when the command ends. Tests drive
+	// their own, so output arrives between exactly the updates they ask
+	// for.
+	UpdateTicker func() (ticks <-chan time.Time, stop func())
+	Logger       *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.
@@ -71,6 +77,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.UpdateInterval <= 0 {
 		opts.UpdateInterval = 200 * time.Millisecond
+	}
+	if opts.UpdateTicker == nil {
+		opts.UpdateTicker = intervalTicker(opts.UpdateInterval)
 	}
 	if opts.Name == "" {
 		opts.Name = "dsh-acp"

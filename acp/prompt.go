@@ -50,7 +50,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	a.mu.Lock()
 	terminal := a.terminalOutput
 	a.mu.Unlock()
-	ui := newTurnUI(conn, p.SessionId, terminal, a.opts.UpdateInterval, context.WithoutCancel(ctx), log)
+	ui := newTurnUI(conn, p.SessionId, terminal, a.opts.UpdateTicker, context.WithoutCancel(ctx), log)
 	defer ui.close()
 
 	log.Info("prompt started")

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -13,10 +12,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
-
-// liveTail bounds what is kept of a running command's output for display;
-// the model's copy is bounded separately by the executor.
-const liveTail = 32 << 10
 
 // turnUI translates one turn's agent events into session/update
 // notifications. Live output arrives on executor goroutines and is only
@@ -26,7 +21,8 @@ type turnUI struct {
 	conn     client
 	sid      acpsdk.SessionId
 	terminal bool
-	interval time.Duration
+	// ticker starts the update clock of one running command.
+	ticker func() (ticks <-chan time.Time, stop func())
 	// ctx outlives the turn's cancel: final updates after a cancel must
 	// still reach the client (the SDK drops sends on a done context).
 	ctx context.Context
@@ -42,17 +38,27 @@ type turnUI struct {
 
 type liveCall struct {
 	info agent.CallInfo
-	// tail is the output so far (text mode), bounded by liveTail.
-	tail []byte
-	// pending is output not yet sent (terminal mode), bounded by liveTail.
-	pending []byte
-	dirty   bool
-	stop    chan struct{}
-	stopped chan struct{}
+	// out is the output so far (text mode), or not yet sent (terminal
+	// mode: each update carries an increment).
+	out *liveOutput
+	// sentLineEnd: the terminal output sent so far ends a line (or there
+	// is none), so a skipped line needs no newline before it.
+	sentLineEnd bool
+	dirty       bool
+	stop        chan struct{}
+	stopped     chan struct{}
 }
 
-func newTurnUI(conn client, sid acpsdk.SessionId, terminal bool, interval time.Duration, ctx context.Context, log *zap.Logger) *turnUI {
-	return &turnUI{conn: conn, sid: sid, terminal: terminal, interval: interval, ctx: ctx, log: log, live: map[string]*liveCall{}}
+func newTurnUI(conn client, sid acpsdk.SessionId, terminal bool, ticker func() (<-chan time.Time, func()), ctx context.Context, log *zap.Logger) *turnUI {
+	return &turnUI{conn: conn, sid: sid, terminal: terminal, ticker: ticker, ctx: ctx, log: log, live: map[string]*liveCall{}}
+}
+
+// intervalTicker is the update clock of Options.UpdateInterval.
+func intervalTicker(d time.Duration) func() (<-chan time.Time, func()) {
+	return func() (<-chan time.Time, func()) {
+		t := time.NewTicker(d)
+		return t.C, t.Stop
+	}
 }
 
 func (u *turnUI) send(up acpsdk.SessionUpdate) {
@@ -76,10 +82,10 @@ func (u *turnUI) handle(e agent.Event) {
 		u.send(acpsdk.UpdateToolCall(acpsdk.ToolCallId(e.Call.ID), acpsdk.WithUpdateStatus(acpsdk.ToolCallStatusInProgress)))
 		u.startLive(e.Call)
 	case agent.EventToolOutput:
-		u.output(e.Call.ID, e.Data)
+		u.output(e.Call.ID, e.Output)
 	case agent.EventToolResult:
-		ran := u.stopLive(e.Call.ID, true)
-		u.send(u.finishCall(e.Call, e.Result, ran))
+		lc := u.stopLive(e.Call.ID, true)
+		u.send(u.finishCall(e.Call, e.Result, lc))
 	}
 }
 
@@ -122,19 +128,19 @@ func (u *turnUI) startCall(c agent.CallInfo) acpsdk.SessionUpdate {
 }
 
 func (u *turnUI) startLive(c agent.CallInfo) {
-	lc := &liveCall{info: c, stop: make(chan struct{}), stopped: make(chan struct{})}
+	lc := &liveCall{info: c, out: newLiveOutput(liveTail), sentLineEnd: true, stop: make(chan struct{}), stopped: make(chan struct{})}
 	u.mu.Lock()
 	u.live[c.ID] = lc
 	u.mu.Unlock()
+	ticks, stopTicks := u.ticker()
 	go func() {
 		defer close(lc.stopped)
-		t := time.NewTicker(u.interval)
-		defer t.Stop()
+		defer stopTicks()
 		for {
 			select {
 			case <-lc.stop:
 				return
-			case <-t.C:
+			case <-ticks:
 				u.flush(lc)
 			}
 		}
@@ -142,31 +148,17 @@ func (u *turnUI) startLive(c agent.CallInfo) {
 }
 
 // output buffers live output; it runs on executor goroutines and only
-// copies bytes under a short lock.
-func (u *turnUI) output(id string, p []byte) {
+// copies bytes under a short lock. Reads of both streams are kept in the
+// order they arrive here.
+func (u *turnUI) output(id string, c tools.Chunk) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	lc := u.live[id]
 	if lc == nil {
 		return
 	}
-	if u.usesTerminal(lc.info) {
-		lc.pending = appendTail(lc.pending, p, liveTail)
-	} else {
-		lc.tail = appendTail(lc.tail, p, liveTail)
-	}
+	lc.out.add(c)
 	lc.dirty = true
-}
-
-// appendTail appends p and keeps at most max bytes, the newest.
-func appendTail(buf, p []byte, max int) []byte {
-	if len(p) >= max {
-		return append(buf[:0], p[len(p)-max:]...)
-	}
-	if over := len(buf) + len(p) - max; over > 0 {
-		buf = append(buf[:0], buf[over:]...)
-	}
-	return append(buf, p...)
 }
 
 func (u *turnUI) flush(lc *liveCall) {
@@ -178,52 +170,49 @@ func (u *turnUI) flush(lc *liveCall) {
 	lc.dirty = false
 	var up acpsdk.SessionUpdate
 	if u.usesTerminal(lc.info) {
-		// Copy out before compacting: data aliases pending, and the carried
-		// bytes of a split rune are moved over its start.
-		data := string(validUTF8Prefix(lc.pending))
-		lc.pending = append(lc.pending[:0], lc.pending[len(data):]...)
+		var data string
+		data, lc.sentLineEnd = lc.out.render(lc.sentLineEnd)
+		lc.out.reset()
+		if data == "" {
+			// Only the start of a rune arrived: it goes with its end.
+			u.mu.Unlock()
+			return
+		}
 		up = acpsdk.UpdateToolCall(acpsdk.ToolCallId(lc.info.ID))
 		up.ToolCallUpdate.Meta = map[string]any{"terminal_output": map[string]any{"terminal_id": lc.info.ID, "data": data}}
 	} else {
-		text := strings.ToValidUTF8(string(lc.tail), "")
 		up = acpsdk.UpdateToolCall(acpsdk.ToolCallId(lc.info.ID),
-			acpsdk.WithUpdateContent(append(descriptionContent(lc.info), fenced(text))))
+			acpsdk.WithUpdateContent(append(descriptionContent(lc.info), fenced(u.shownText(lc)))))
 	}
 	u.mu.Unlock()
 	u.send(up)
 }
 
-// validUTF8Prefix returns p up to the last complete rune, so a rune split
-// across two reads is sent whole in the next update.
-func validUTF8Prefix(p []byte) []byte {
-	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(p[i]) {
-			if !utf8.FullRune(p[i:]) {
-				return p[:i]
-			}
-			return p
-		}
-	}
-	return p
+// shownText is what the fenced block of a call without a terminal shows
+// while it runs. The caller holds u.mu.
+func (u *turnUI) shownText(lc *liveCall) string {
+	text, _ := lc.out.render(true)
+	return strings.ToValidUTF8(text, "")
 }
 
 // stopLive stops the call's ticker and, if asked, flushes what is buffered,
-// so no live update can follow the final one. It reports whether the call
-// had started running.
-func (u *turnUI) stopLive(id string, flush bool) bool {
+// so no live update can follow the final one. It returns the call's live
+// state, nil if the call had not started running; no output reaches it
+// any more.
+func (u *turnUI) stopLive(id string, flush bool) *liveCall {
 	u.mu.Lock()
 	lc := u.live[id]
 	delete(u.live, id)
 	u.mu.Unlock()
 	if lc == nil {
-		return false
+		return nil
 	}
 	close(lc.stop)
 	<-lc.stopped
 	if flush && u.usesTerminal(lc.info) {
 		u.flush(lc)
 	}
-	return true
+	return lc
 }
 
 // close stops every ticker still running (a turn that ended abnormally).
@@ -235,7 +224,7 @@ func (u *turnUI) close() {
 	}
 	u.mu.Unlock()
 	for _, id := range ids {
-		_ = u.stopLive(id, false)
+		u.stopLive(id, false)
 	}
 }
 
@@ -244,8 +233,10 @@ func (u *turnUI) close() {
 // that ran in Zed's terminal keeps it and reports its exit there, followed
 // by the notes the terminal cannot show; anything else — a call that never
 // ran (refused, bad arguments) or failed as infrastructure — shows its
-// result text, after the terminal if there is one.
-func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.SessionUpdate {
+// result text, after the live output it showed if there is any (the
+// terminal, or the output of an aborted command). lc is the call's live
+// state from stopLive, nil if it never ran.
+func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, lc *liveCall) acpsdk.SessionUpdate {
 	status := acpsdk.ToolCallStatusCompleted
 	if r.IsError || r.Failed {
 		status = acpsdk.ToolCallStatusFailed
@@ -255,7 +246,7 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.S
 		opts = append(opts, acpsdk.WithUpdateRawOutput(r.Raw))
 	}
 	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID), opts...)
-	terminal := u.usesTerminal(c) && ran
+	terminal := u.usesTerminal(c) && lc != nil
 	if terminal {
 		var code, sig any
 		if e := r.Exit; e != nil {
@@ -275,8 +266,18 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, ran bool) acpsdk.S
 		}
 	}
 	content := descriptionContent(c)
-	if terminal {
+	switch {
+	case terminal:
 		content = append(content, acpsdk.ToolTerminalRef(c.ID))
+	case r.IsError && lc != nil:
+		// The model's text of an error says nothing of the output the
+		// editor showed until then: keep it above the error.
+		u.mu.Lock()
+		shown := u.shownText(lc)
+		u.mu.Unlock()
+		if shown != "" {
+			content = append(content, fenced(shown))
+		}
 	}
 	up.ToolCallUpdate.Content = append(content, fenced(r.Text))
 	return up

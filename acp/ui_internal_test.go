@@ -36,23 +36,6 @@ func TestFenced(t *testing.T) {
 	}
 }
 
-func TestAppendTail(t *testing.T) {
-	t.Parallel()
-	var buf []byte
-	for i := range 100 {
-		buf = appendTail(buf, []byte{byte('a' + i%26)}, 10)
-		if len(buf) > 10 {
-			t.Fatalf("buffer grew to %d bytes, limit 10", len(buf))
-		}
-	}
-	if got := string(buf); got != "mnopqrstuv" {
-		t.Errorf("tail = %q, want the newest 10 bytes", got)
-	}
-	if got := string(appendTail([]byte("abc"), []byte("0123456789XYZ"), 10)); got != "3456789XYZ" {
-		t.Errorf("big write: tail = %q", got)
-	}
-}
-
 func TestValidUTF8Prefix(t *testing.T) {
 	t.Parallel()
 	euro := []byte("€") // 3 bytes
@@ -91,13 +74,13 @@ func (c *recordingClient) RequestPermission(context.Context, acpsdk.RequestPermi
 // terminal whole, and the bytes before it are not damaged.
 func TestTerminalFlushSplitRune(t *testing.T) {
 	c := &recordingClient{}
-	u := newTurnUI(c, "s", true, time.Hour, context.Background(), zap.NewNop())
+	u := newTurnUI(c, "s", true, intervalTicker(time.Hour), context.Background(), zap.NewNop())
 	info := agent.CallInfo{ID: "call", Call: tools.Call{Live: true}}
-	lc := &liveCall{info: info}
+	lc := &liveCall{info: info, out: newLiveOutput(liveTail), sentLineEnd: true}
 	u.live[info.ID] = lc
-	u.output(info.ID, []byte("caf\xc3"))
+	u.output(info.ID, tools.Chunk{Stream: "stdout", Data: []byte("caf\xc3")})
 	u.flush(lc)
-	u.output(info.ID, []byte("\xa9 ok\n"))
+	u.output(info.ID, tools.Chunk{Stream: "stdout", Data: []byte("\xa9 ok\n")})
 	u.flush(lc)
 	var got []string
 	for _, up := range c.updates {
@@ -112,15 +95,16 @@ func TestTerminalFlushSplitRune(t *testing.T) {
 // TestTerminalFinishNotes: with Zed's terminal, the final update keeps the
 // terminal and adds only what it cannot show: a timeout, a spill path.
 func TestTerminalFinishNotes(t *testing.T) {
-	u := newTurnUI(&recordingClient{}, "s", true, time.Hour, context.Background(), zap.NewNop())
+	u := newTurnUI(&recordingClient{}, "s", true, intervalTicker(time.Hour), context.Background(), zap.NewNop())
 	c := agent.CallInfo{ID: "call", Call: tools.Call{Live: true}}
+	ran := &liveCall{info: c, out: newLiveOutput(liveTail)}
 
 	timedOut := u.finishCall(c, tools.Result{
 		Text:   "partial\n[output truncated; full output: /spill/x]\n[timed out after 100ms]\n[killed by signal: SIGTERM]",
 		Failed: true,
 		Exit:   &tools.Exit{Signal: "SIGTERM"},
 		Notes:  []string{"[output truncated; full output: /spill/x]", "[timed out after 100ms]"},
-	}, true).ToolCallUpdate
+	}, ran).ToolCallUpdate
 	if len(timedOut.Content) != 2 || timedOut.Content[0].Terminal == nil {
 		t.Fatalf("content = %+v, want the terminal then the notes", timedOut.Content)
 	}
@@ -136,14 +120,14 @@ func TestTerminalFinishNotes(t *testing.T) {
 		t.Errorf("status = %v, want failed", timedOut.Status)
 	}
 
-	plain := u.finishCall(c, tools.Result{Text: "ok\n", Exit: &tools.Exit{Code: new(int)}}, true).ToolCallUpdate
+	plain := u.finishCall(c, tools.Result{Text: "ok\n", Exit: &tools.Exit{Code: new(int)}}, ran).ToolCallUpdate
 	if plain.Content != nil {
 		t.Errorf("a plain run replaced the terminal content: %+v", plain.Content)
 	}
 
 	// The notes are the tool's, never read back from the text: output that
 	// looks like a marker is only output.
-	lookalike := u.finishCall(c, tools.Result{Text: "[timed out after 5ms]\n[output truncated; full output: /x]\n", Exit: &tools.Exit{Code: new(int)}}, true).ToolCallUpdate
+	lookalike := u.finishCall(c, tools.Result{Text: "[timed out after 5ms]\n[output truncated; full output: /x]\n", Exit: &tools.Exit{Code: new(int)}}, ran).ToolCallUpdate
 	if lookalike.Content != nil || *lookalike.Status != acpsdk.ToolCallStatusCompleted {
 		t.Errorf("marker-like output became notes: %+v, status %v", lookalike.Content, *lookalike.Status)
 	}
@@ -155,17 +139,18 @@ func TestTerminalFinishNotes(t *testing.T) {
 // TestFinishRawOutput: the raw output is the tool's value as it built it;
 // a result without one sends none.
 func TestFinishRawOutput(t *testing.T) {
-	u := newTurnUI(&recordingClient{}, "s", false, time.Hour, context.Background(), zap.NewNop())
+	u := newTurnUI(&recordingClient{}, "s", false, intervalTicker(time.Hour), context.Background(), zap.NewNop())
 	c := agent.CallInfo{ID: "call", Call: tools.Call{Title: "t"}}
+	ran := &liveCall{info: c, out: newLiveOutput(liveTail)}
 	raw := map[string]any{"anything": []any{"the", "tool", "says"}}
-	got := u.finishCall(c, tools.Result{Text: "x", Raw: raw}, true).ToolCallUpdate
+	got := u.finishCall(c, tools.Result{Text: "x", Raw: raw}, ran).ToolCallUpdate
 	if diff := cmp.Diff(any(raw), got.RawOutput); diff != "" {
 		t.Errorf("rawOutput (-want +got):\n%s", diff)
 	}
 	if *got.Status != acpsdk.ToolCallStatusCompleted {
 		t.Errorf("status %v, want completed", *got.Status)
 	}
-	none := u.finishCall(c, tools.Result{Text: "x", IsError: true}, true).ToolCallUpdate
+	none := u.finishCall(c, tools.Result{Text: "x", IsError: true}, ran).ToolCallUpdate
 	if none.RawOutput != nil || *none.Status != acpsdk.ToolCallStatusFailed {
 		t.Errorf("rawOutput %#v, status %v; want none, failed", none.RawOutput, *none.Status)
 	}

@@ -41,7 +41,7 @@ const (
 	EventToolCall
 	// EventToolRunning: Call passed its permission check and is running.
 	EventToolRunning
-	// EventToolOutput: Stream/Data is live output of the running Call.
+	// EventToolOutput: Output is live output of the running Call.
 	EventToolOutput
 	// EventToolResult: Call finished with Result.
 	EventToolResult
@@ -63,8 +63,7 @@ type Event struct {
 	Kind   EventKind
 	Text   string
 	Call   CallInfo
-	Stream string
-	Data   []byte
+	Output tools.Chunk
 	Result tools.Result
 }
 
@@ -287,8 +286,8 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Too
 		}
 		emit(Event{Kind: EventToolRunning, Call: info})
 		id := info
-		res := p.Run(ctx, func(stream string, data []byte) {
-			emit(Event{Kind: EventToolOutput, Call: id, Stream: stream, Data: data})
+		res := p.Run(ctx, func(c tools.Chunk) {
+			emit(Event{Kind: EventToolOutput, Call: id, Output: c})
 		})
 		answer(info, res)
 		if ctx.Err() != nil {

@@ -665,8 +665,8 @@ func TestRunLiveOutputEvents(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	tool := &fakeTool{name: "a", run: func(_ context.Context, call invocation) tools.Result {
-		call.Live("stdout", []byte("line 1\n"))
-		call.Live("stderr", []byte("warn\n"))
+		call.Live(tools.Chunk{Stream: "stdout", Data: []byte("line 1\n")})
+		call.Live(tools.Chunk{Stream: "stderr", Data: []byte("warn\n"), FullOutput: "/spill/err"})
 		return tools.Result{Text: "line 1\n[stderr]\nwarn\n"}
 	}}
 	p := newReplay(t, callTools(tc("c1", "a", `{}`)), say("ok"))
@@ -677,10 +677,10 @@ func TestRunLiveOutputEvents(t *testing.T) {
 	var got []string
 	for _, e := range rec.list() {
 		if e.Kind == agent.EventToolOutput {
-			got = append(got, e.Call.ID+"/"+e.Stream+"/"+string(e.Data))
+			got = append(got, e.Call.ID+"/"+e.Output.Stream+"/"+string(e.Output.Data)+"/"+e.Output.FullOutput)
 		}
 	}
-	if diff := cmp.Diff([]string{"c1/stdout/line 1\n", "c1/stderr/warn\n"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"c1/stdout/line 1\n/", "c1/stderr/warn\n//spill/err"}, got); diff != "" {
 		t.Errorf("live output events (-want +got):\n%s", diff)
 	}
 }

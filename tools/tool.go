@@ -105,9 +105,21 @@ type Call struct {
 	Subject Subject
 }
 
-// Live receives a running call's output as it arrives; stream is "stdout"
-// or "stderr". It must return quickly and must not keep p.
-type Live func(stream string, p []byte)
+// Live receives a running call's output as it arrives, one read at a time
+// and in the order read. It must return quickly and must not keep c.Data.
+type Live func(c Chunk)
+
+// Chunk is one read of a running call's output.
+type Chunk struct {
+	// Stream is "stdout" or "stderr".
+	Stream string
+	Data   []byte
+	// FullOutput names a file that holds every byte of Stream, once the
+	// call has one (the stream outgrew what is kept in memory); empty until
+	// then, and when there is none. A display that shows less than all of
+	// Stream names it to say where the rest is.
+	FullOutput string
+}
 
 // Prepared is one call read from its arguments: what it is, and how to run
 // it or answer it without running.

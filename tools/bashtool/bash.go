@@ -111,7 +111,9 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 		return t.start(caller, spec, raw)
 	}
 	if live != nil {
-		spec.Observe = func(s executor.Stream, p []byte) { live(s.String(), p) }
+		spec.Observe = func(s executor.Stream, p []byte, spill string) {
+			live(tools.Chunk{Stream: s.String(), Data: p, FullOutput: spill})
+		}
 	}
 	res, err := t.runner.Run(ctx, spec)
 	if res.Workdir != "" {

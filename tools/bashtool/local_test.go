@@ -575,10 +575,10 @@ func TestLocalLiveAndAbort(t *testing.T) {
 	var live []string
 	c := invocation{caller: tools.Caller{SessionID: "A", Cwd: t.TempDir()},
 		args: bashArgs(t, "echo ready; echo warn >&2; exec sleep 100", nil)}
-	c.live = func(stream string, p []byte) {
+	c.live = func(ch tools.Chunk) {
 		mu.Lock()
 		defer mu.Unlock()
-		live = append(live, stream+":"+string(p))
+		live = append(live, ch.Stream+":"+string(ch.Data))
 		if strings.Contains(strings.Join(live, ""), "stdout:ready\n") && strings.Contains(strings.Join(live, ""), "stderr:warn\n") {
 			cancel() // the handshake: the command is running and streaming
 		}

@@ -269,7 +269,7 @@ func TestBackgroundStartSpec(t *testing.T) {
 	fake := newFake()
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
 	c := call(sessionA, `{"command":"serve","description":"d","workdir":"web","run_in_background":true}`)
-	c.live = func(string, []byte) { t.Error("a background task streamed into the call's Live func") }
+	c.live = func(tools.Chunk) { t.Error("a background task streamed into the call's Live func") }
 	res := run(testCtx(t), tb.bash, c)
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)

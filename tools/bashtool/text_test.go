@@ -195,24 +195,24 @@ func TestBashLiveOutput(t *testing.T) {
 		if spec.Observe == nil {
 			return executor.Result{}, errors.New("no observer")
 		}
-		spec.Observe(executor.Stdout, []byte("out"))
-		spec.Observe(executor.Stderr, []byte("err"))
+		spec.Observe(executor.Stdout, []byte("out"), "")
+		spec.Observe(executor.Stderr, []byte("err"), "/spill/run-stderr-1.log")
 		return executor.Result{Stdout: executor.Output{Text: "out"}, Stderr: executor.Output{Text: "err"}}, nil
 	}
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
 	var mu sync.Mutex
 	var got []string
 	c := call(tools.Caller{}, `{"command":"c","description":"d"}`)
-	c.live = func(stream string, p []byte) {
+	c.live = func(ch tools.Chunk) {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, stream+":"+string(p))
+		got = append(got, ch.Stream+":"+string(ch.Data)+":"+ch.FullOutput)
 	}
 	res := run(testCtx(t), tb.bash, c)
 	if res.IsError {
 		t.Fatalf("Run: %s", res.Text)
 	}
-	if diff := cmp.Diff([]string{"stdout:out", "stderr:err"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"stdout:out:", "stderr:err:/spill/run-stderr-1.log"}, got); diff != "" {
 		t.Errorf("live chunks (-want +got):\n%s", diff)
 	}
 }
