@@ -353,6 +353,12 @@ type harnessOptions struct {
 	terminal bool
 	// noInit skips initialize.
 	noInit bool
+	// ticks, if set, is the clock of every running command's live updates:
+	// output is sent only at a tick the test sends, and when the command
+	// ends.
+	ticks chan time.Time
+	// tap, if set, is told every chunk of live output once the agent has it.
+	tap func(tools.Chunk)
 }
 
 type harness struct {
@@ -374,7 +380,7 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	t.Helper()
 	log := testLogger(t)
 	limits := executor.Limits{KillGrace: 200 * time.Millisecond, LeftoverGrace: 50 * time.Millisecond}
-	ex, err := executor.NewLocal(executor.Options{Limits: limits, Logger: log.Named("executor")})
+	ex, err := executor.NewLocal(executor.Options{Limits: limits, SpillDir: t.TempDir(), Logger: log.Named("executor")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,6 +399,17 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	if tl == nil {
 		tl = set.Tools()
 	}
+	if o.tap != nil {
+		tapped := make([]tools.Tool, len(tl))
+		for i, tool := range tl {
+			tapped[i] = tappedTool{Tool: tool, tap: o.tap}
+		}
+		tl = tapped
+	}
+	var ticker func() (<-chan time.Time, func())
+	if o.ticks != nil {
+		ticker = func() (<-chan time.Time, func()) { return o.ticks, func() {} }
+	}
 	a, err := acp.New(acp.Options{
 		Sessions:       reg,
 		Loop:           &agent.Loop{Provider: o.provider, Tools: tl, Logger: log.Named("agent")},
@@ -400,6 +417,7 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 		Name:           "dsh-acp-test",
 		Version:        "1.2.3",
 		UpdateInterval: 5 * time.Millisecond,
+		UpdateTicker:   ticker,
 		Logger:         log.Named("acp"),
 	})
 	if err != nil {
@@ -612,4 +630,66 @@ func atoi(t *testing.T, s string) int {
 		t.Fatalf("not a pid: %q", s)
 	}
 	return n
+}
+
+// tappedTool passes every chunk of live output on, then tells tap: the test
+// then knows the agent holds what the command printed.
+type tappedTool struct {
+	tools.Tool
+	tap func(tools.Chunk)
+}
+
+func (t tappedTool) Prepare(caller tools.Caller, args json.RawMessage) tools.Prepared {
+	p := t.Tool.Prepare(caller, args)
+	run := p.Run
+	p.Run = func(ctx context.Context, live tools.Live) tools.Result {
+		if live == nil {
+			return run(ctx, nil)
+		}
+		return run(ctx, func(c tools.Chunk) {
+			live(c)
+			t.tap(c)
+		})
+	}
+	return p
+}
+
+// liveTap records the live output the agent was given, per stream.
+type liveTap struct {
+	// mu guards the fields below.
+	mu      sync.Mutex
+	streams map[string]string
+	// changed is closed and replaced whenever a chunk arrives.
+	changed chan struct{}
+}
+
+func newLiveTap() *liveTap {
+	return &liveTap{streams: map[string]string{}, changed: make(chan struct{})}
+}
+
+func (l *liveTap) tap(c tools.Chunk) {
+	l.mu.Lock()
+	l.streams[c.Stream] += string(c.Data)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// waitSuffix blocks until the stream's output so far ends with suffix.
+func (l *liveTap) waitSuffix(t *testing.T, ctx context.Context, stream, suffix string) {
+	t.Helper()
+	for {
+		l.mu.Lock()
+		ok := strings.HasSuffix(l.streams[stream], suffix)
+		ch := l.changed
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s to end with %q", stream, suffix)
+		}
+	}
 }
