@@ -130,10 +130,16 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	// names the timeouts the executor enforces.
 	limits := cfg.limits()
 	ex, err := executor.NewLocal(executor.Options{
-		Limits:  limits,
-		KeepEnv: cfg.keepEnv,
-		Secrets: nonEmpty(cfg.apiKey),
-		Logger:  log.Named("executor"),
+		Limits:   limits,
+		SpillDir: cfg.spillDir,
+		// The headless runner's output names the spill files (the notes
+		// after a truncated command, a skipped live stretch) for a person
+		// to open after it exits: they stay. A server's go with their
+		// session.
+		KeepSpillFiles: cfg.headless,
+		KeepEnv:        cfg.keepEnv,
+		Secrets:        nonEmpty(cfg.apiKey),
+		Logger:         log.Named("executor"),
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start executor: %w", err), closeAll(closers))

@@ -37,6 +37,9 @@ type config struct {
 	logFile      string
 	logLevel     string
 	version      bool
+	// spillDir is $TMPDIR, the parent of the executor's spill directory;
+	// empty means os.TempDir().
+	spillDir string
 
 	// exec only
 	// headless: the output is for a person (exec), so logs go to stderr
@@ -161,6 +164,7 @@ func parseServe(args []string, getenv env) (*config, error) {
 		return nil, fmt.Errorf("unexpected argument %q: the server takes flags only (see dsh-acp help)", rest[0])
 	}
 	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
+	cfg.spillDir = getenv("TMPDIR")
 	return cfg, cfg.validate()
 }
 
@@ -186,6 +190,7 @@ func parseExec(args []string, getenv env) (*config, error) {
 	}
 	cfg.cwd = cwd
 	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
+	cfg.spillDir = getenv("TMPDIR")
 	return cfg, cfg.validate()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,17 @@ import (
 )
 
 func noEnv(string) string { return "" }
+
+// tmpEnv is an environment with only TMPDIR, so what a run keeps there
+// (spill files) stays in the test's directory.
+func tmpEnv(dir string) func(string) string {
+	return func(k string) string {
+		if k == "TMPDIR" {
+			return dir
+		}
+		return ""
+	}
+}
 
 // TestExecTour runs the newcomer's first command: the scripted tour, offline,
 // with no key. It must show commands, their output, a failure's exit code and
@@ -263,7 +275,7 @@ func TestExecLimitsAndNotes(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "requests.jsonl")
 	var out, errb bytes.Buffer
 	code := run(ctx, []string{"exec", "--script", script, "--script-record", record, "--yes", "--timeout", "300ms", "--max-timeout", "1s",
-		"--cwd", t.TempDir(), "go"}, nil, &out, &errb, noEnv)
+		"--cwd", t.TempDir(), "go"}, nil, &out, &errb, tmpEnv(t.TempDir()))
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
@@ -287,5 +299,40 @@ func TestExecLimitsAndNotes(t *testing.T) {
 	}
 	if !strings.Contains(string(sent), "defaults to 300ms") || !strings.Contains(string(sent), "cannot exceed 1000ms") {
 		t.Errorf("the bash description does not name the limits:\n%.2000s", sent)
+	}
+}
+
+// TestExecKeepsSpillFiles: the spill file exec's output names is still
+// there when exec has returned, under $TMPDIR, holding every byte.
+func TestExecKeepsSpillFiles(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tmp := t.TempDir()
+	script := writeScript(t,
+		`{"tool_calls":[{"name":"bash","arguments":{"command":"seq 1 20000","description":"Print a lot"}}]}`,
+		`{"text":"done"}`)
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"exec", "--script", script, "--yes", "--cwd", t.TempDir(), "go"}, nil, &out, &errb, tmpEnv(tmp)); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	_, after, ok := strings.Cut(out.String(), "[output truncated; full output: ")
+	path, _, _ := strings.Cut(after, "]")
+	if !ok || path == "" {
+		t.Fatalf("output names no spill file:\n%.2000s", out.String())
+	}
+	if !strings.HasPrefix(path, tmp+string(filepath.Separator)) {
+		t.Errorf("spill file %s is not under $TMPDIR %s", path, tmp)
+	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the spill file exec named is gone: %v", err)
+	}
+	var want strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	if string(full) != want.String() {
+		t.Errorf("spill file holds %d bytes, want the %d of the whole output", len(full), want.Len())
 	}
 }
