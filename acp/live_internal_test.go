@@ -143,3 +143,19 @@ func TestLiveOutputReset(t *testing.T) {
 		t.Errorf("empty render = %q, %v", got, end)
 	}
 }
+
+// BenchmarkLiveOutputAdd: the cost on an executor's reader goroutine of
+// keeping a noisy command's output (64 KiB reads of short lines, over the
+// bound every time) and rendering it as a few updates a second would.
+func BenchmarkLiveOutputAdd(b *testing.B) {
+	read := []byte(lines(1, 20000)[:64<<10])
+	o := newLiveOutput(liveTail)
+	b.SetBytes(int64(len(read)))
+	for i := 0; b.Loop(); i++ {
+		o.add(tools.Chunk{Stream: "stdout", Data: read, FullOutput: "/s/o"})
+		if i%16 == 0 {
+			o.render(true)
+			o.reset()
+		}
+	}
+}
