@@ -63,6 +63,10 @@ type sessionOrder struct {
 	transit *ticket
 	waiting []heldPrompt
 	closed  bool
+	// prompts: request id (idKey) of each prompt read, by ticket, until its
+	// reply is known to be written. A turn waits for the replies of the
+	// session's earlier prompts before it starts (see beginTurn).
+	prompts map[sessions.Ticket]string
 }
 
 // ticket is a prompt's place in its session's order (1, 2, …; 0: none, the
@@ -90,7 +94,7 @@ func newOrder(log *zap.Logger) *order {
 func (o *order) session(sid string) *sessionOrder {
 	so := o.sessions[sid]
 	if so == nil {
-		so = &sessionOrder{live: map[sessions.Ticket]context.CancelCauseFunc{}}
+		so = &sessionOrder{live: map[sessions.Ticket]context.CancelCauseFunc{}, prompts: map[sessions.Ticket]string{}}
 		o.sessions[sid] = so
 	}
 	return so
@@ -105,6 +109,8 @@ func (o *order) promptRead(sid, id string, frame []byte) bool {
 	so := o.session(sid)
 	so.read++
 	tk := ticket{seq: sessions.Ticket(so.read), id: id}
+	o.dropAnswered(so)
+	so.prompts[tk.seq] = id
 	if so.transit != nil {
 		so.waiting = append(so.waiting, heldPrompt{ticket: tk, frame: frame})
 		o.held++
@@ -219,11 +225,59 @@ func (o *order) beginTurn(ctx context.Context, s *sessions.Session, tk ticket) (
 		cancel(nil)
 		return nil, nil, err
 	}
+	if tctx.Err() == nil {
+		// An earlier prompt whose handler had not begun its turn when this
+		// one superseded it answers "cancelled" at once; the editor must see
+		// that before this turn's updates.
+		o.waitEarlier(s.ID, tk.seq)
+	}
 	return tctx, func() {
 		o.ended(s.ID, tk.seq)
 		end()
 		cancel(nil)
 	}, nil
+}
+
+// waitEarlier waits, at most replyGrace, until the replies to the
+// session's prompts read before ticket seq are written.
+func (o *order) waitEarlier(sid string, seq sessions.Ticket) {
+	if seq == 0 {
+		return
+	}
+	o.mu.Lock()
+	var owed []chan struct{}
+	if so := o.sessions[sid]; so != nil {
+		o.dropAnswered(so)
+		for t, id := range so.prompts {
+			if t < seq {
+				owed = append(owed, o.awaited[id])
+			}
+		}
+	}
+	o.mu.Unlock()
+	if len(owed) == 0 {
+		return
+	}
+	timer := time.NewTimer(replyGrace)
+	defer timer.Stop()
+	for _, ch := range owed {
+		select {
+		case <-ch:
+		case <-timer.C:
+			o.log.Warn("an earlier prompt's reply was not written in time; starting the turn anyway", zap.String("session", sid))
+			return
+		}
+	}
+}
+
+// dropAnswered forgets the prompts whose replies were written. Called with
+// mu held.
+func (o *order) dropAnswered(so *sessionOrder) {
+	for t, id := range so.prompts {
+		if _, owed := o.awaited[id]; !owed {
+			delete(so.prompts, t)
+		}
+	}
 }
 
 func (o *order) ended(sid string, seq sessions.Ticket) {
