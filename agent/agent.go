@@ -113,6 +113,13 @@ type Turn struct {
 	Notices func() []string
 	// Approver, if set, is asked before each tool call.
 	Approver Approver
+	// Model is the model to ask (a session's config option); empty means
+	// the provider's configured model.
+	Model string
+	// Record, if set, is given each message as it is added to the turn's
+	// outcome (the prompt first), on the turn's goroutine: the session's
+	// store writes them as they happen.
+	Record func(Message)
 	// Emit receives events. It is called from the turn's goroutine, except
 	// EventToolOutput which may come from executor goroutines concurrently;
 	// it must not block.
@@ -151,7 +158,12 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	}
 	system := Message{Role: RoleSystem, Content: SystemPrompt(t.Caller.Cwd, l.OS)}
 
+	record := t.Record
+	if record == nil {
+		record = func(Message) {}
+	}
 	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt}}}
+	record(out.Messages[0])
 	for n := 0; ; n++ {
 		if ctx.Err() != nil {
 			out.Stop = StopCancelled
@@ -164,9 +176,10 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		if t.Notices != nil {
 			if notes := t.Notices(); len(notes) > 0 {
 				out.Messages = append(out.Messages, Message{Role: RoleUser, Content: strings.Join(notes, "\n")})
+				record(out.Messages[len(out.Messages)-1])
 			}
 		}
-		req := Request{Tools: specs}
+		req := Request{Model: t.Model, Tools: specs}
 		req.Messages = make([]Message, 0, 1+len(t.History)+len(out.Messages))
 		req.Messages = append(req.Messages, system)
 		req.Messages = append(req.Messages, t.History...)
@@ -196,6 +209,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		msg := resp.Message
 		msg.Role = RoleAssistant
 		out.Messages = append(out.Messages, msg)
+		record(msg)
 		if len(msg.ToolCalls) == 0 {
 			// A provider that finished its stream although the turn was
 			// cancelled meanwhile: the client asked to stop, so the turn
@@ -211,7 +225,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			}
 			return out, nil
 		}
-		results, cancelled := l.runCalls(ctx, t, byName, msg.ToolCalls, emit, log)
+		results, cancelled := l.runCalls(ctx, t, byName, msg.ToolCalls, emit, record, log)
 		out.Messages = append(out.Messages, results...)
 		if cancelled {
 			out.Stop = StopCancelled
@@ -231,7 +245,7 @@ const abortedText = "Error: command aborted"
 // runCalls runs the calls in order and returns one tool message per call.
 // Every call gets an answer — the API requires it — even when the turn is
 // cancelled part-way.
-func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Tool, calls []ToolCall, emit func(Event), log *zap.Logger) ([]Message, bool) {
+func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Tool, calls []ToolCall, emit func(Event), record func(Message), log *zap.Logger) ([]Message, bool) {
 	infos := make([]CallInfo, len(calls))
 	prepared := make([]tools.Prepared, len(calls))
 	known := make([]bool, len(calls))
@@ -252,6 +266,7 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Too
 	answer := func(info CallInfo, res tools.Result) {
 		emit(Event{Kind: EventToolResult, Call: info, Result: res})
 		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text})
+		record(msgs[len(msgs)-1])
 	}
 	cancelled := false
 	for i, info := range infos {

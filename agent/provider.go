@@ -49,6 +49,9 @@ type ToolSpec struct {
 
 // Request is one model request.
 type Request struct {
+	// Model overrides the provider's configured model for this request;
+	// empty means the provider's own.
+	Model    string     `json:"model,omitempty"`
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// /proc/<agent>/environ or /proc/<agent>/mem. Children are unaffected:
 	// execve makes them dumpable again.
 	AllowInspection bool
+	// NextTaskID, if set, numbers background tasks ("bash-" + number)
+	// instead of the executor's own counter from 1, so ids are never reused
+	// across restarts of the agent. It is given the task's owner and called
+	// once per Start, outside the executor's lock; an error fails the Start.
+	NextTaskID func(owner string) (int64, error)
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
 }

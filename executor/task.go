@@ -45,13 +45,22 @@ func (l *Local) Start(spec Spec) (string, error) {
 	spec.Timeout = 0
 	spec.Observe = nil
 
+	var num int64
+	if l.opts.NextTaskID != nil {
+		if num, err = l.opts.NextTaskID(spec.Owner); err != nil {
+			return "", fmt.Errorf("number the task: %w", err)
+		}
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return "", ErrClosed
 	}
-	l.nextTask++
-	id := "bash-" + strconv.Itoa(l.nextTask)
+	if num == 0 {
+		l.nextTask++
+		num = int64(l.nextTask)
+	}
+	id := "bash-" + strconv.FormatInt(num, 10)
 	t := &task{id: id, owner: spec.Owner, command: spec.Command, workdir: spec.Workdir, status: Status{State: Running}}
 	l.tasks[id] = t
 	// Counted before the lock is released so Close waits for this task's

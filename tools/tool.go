@@ -20,6 +20,10 @@ type Caller struct {
 	SessionID string
 	// Cwd is the session's working directory; empty = none.
 	Cwd string
+	// Gone reports whether a task id was one of this session's tasks
+	// before the agent restarted (stopped with the process that ran it);
+	// nil means none was.
+	Gone func(taskID string) bool
 }
 
 // Kind is the ACP tool kind: it lets an editor pick an icon.

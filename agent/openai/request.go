@@ -14,8 +14,12 @@ import (
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 func (p *Provider) buildRequest(req agent.Request) (goopenai.ChatCompletionRequest, error) {
+	model := p.model
+	if req.Model != "" {
+		model = req.Model
+	}
 	out := goopenai.ChatCompletionRequest{
-		Model: p.model,
+		Model: model,
 		// Usage arrives as one last chunk with no choices.
 		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
 	}

@@ -135,6 +135,9 @@ func accessTask(tasks Tasks, caller tools.Caller, tc taskCall) (id string, info 
 	id = tc.id
 	info, err := tasks.Info(id)
 	if err != nil {
+		if errors.Is(err, executor.ErrUnknownTask) && caller.Gone != nil && caller.Gone(id) {
+			return id, info, errorResult(raw, goneText(id)), false
+		}
 		return id, info, taskError(raw, id, err), false
 	}
 	if info.Owner != "" && info.Owner != caller.SessionID {

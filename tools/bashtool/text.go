@@ -124,3 +124,18 @@ func statusLine(s executor.Status) string {
 	}
 	return "[status: killed]"
 }
+
+// goneText is what a task tool says about a task of the session that the
+// previous dsh-acp process ran: it was stopped when that process ended.
+func goneText(id string) string {
+	return "task " + id + " is gone: it was stopped when dsh-acp restarted"
+}
+
+// GoneNotice is the one notice the first model request after a session is
+// loaded carries when tasks of it were running when the agent stopped.
+func GoneNotice(ids []string) string {
+	if len(ids) == 1 {
+		return "background bash task " + ids[0] + " is gone: it was stopped when dsh-acp restarted. Its output is lost."
+	}
+	return "background bash tasks " + strings.Join(ids, ", ") + " are gone: they were stopped when dsh-acp restarted. Their output is lost."
+}
