@@ -49,7 +49,13 @@ type Options struct {
 	// their own, so output arrives between exactly the updates they ask
 	// for.
 	UpdateTicker func() (ticks <-chan time.Time, stop func())
-	Logger       *zap.Logger
+	// Model is the configured model, first among the model option's
+	// values; empty means "default".
+	Model string
+	// Models lists the endpoint's other models for the model option, once
+	// per process; nil means the configured one only.
+	Models ModelLister
+	Logger *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.
@@ -60,7 +66,8 @@ type Agent struct {
 	order *order
 	// slots: one token per notification handed to the SDK and not yet
 	// handled (see inbound.passNotification).
-	slots chan struct{}
+	slots  chan struct{}
+	models *models
 
 	// mu guards conn and terminalOutput.
 	mu   sync.Mutex
@@ -88,7 +95,11 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Agent{opts: opts, log: log, order: newOrder(log), slots: make(chan struct{}, notifyWindow)}, nil
+	if opts.Model == "" {
+		opts.Model = "default"
+	}
+	return &Agent{opts: opts, log: log, order: newOrder(log), slots: make(chan struct{}, notifyWindow),
+		models: &models{lister: opts.Models, def: opts.Model, log: log}}, nil
 }
 
 // Serve speaks ACP over in/out until the peer closes in or ctx is done, then

@@ -27,6 +27,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
@@ -261,7 +262,19 @@ func (c *testClient) waitUpdate(t *testing.T, ctx context.Context, sid acpsdk.Se
 	return found
 }
 
+// updatesOf returns the session's turn updates: without the session-level
+// ones (title, config options, mode), which allUpdatesOf includes.
 func (c *testClient) updatesOf(sid acpsdk.SessionId) []acpsdk.SessionUpdate {
+	var out []acpsdk.SessionUpdate
+	for _, u := range c.allUpdatesOf(sid) {
+		if u.SessionInfoUpdate == nil && u.ConfigOptionUpdate == nil && u.CurrentModeUpdate == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (c *testClient) allUpdatesOf(sid acpsdk.SessionId) []acpsdk.SessionUpdate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []acpsdk.SessionUpdate
@@ -359,6 +372,10 @@ type harnessOptions struct {
 	ticks chan time.Time
 	// tap, if set, is told every chunk of live output once the agent has it.
 	tap func(tools.Chunk)
+	// store persists the sessions; nil means memory only.
+	store *store.Store
+	// models lists the model option's values; nil means the default only.
+	models acp.ModelLister
 }
 
 type harness struct {
@@ -380,11 +397,24 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	t.Helper()
 	log := testLogger(t)
 	limits := executor.Limits{KillGrace: 200 * time.Millisecond, LeftoverGrace: 50 * time.Millisecond}
-	ex, err := executor.NewLocal(executor.Options{Limits: limits, SpillDir: t.TempDir(), Logger: log.Named("executor")})
+	exOpts := executor.Options{Limits: limits, SpillDir: t.TempDir(), Logger: log.Named("executor")}
+	var reg *sessions.Registry
+	if o.store != nil {
+		exOpts.NextTaskID = func(owner string) (int64, error) {
+			n, err := o.store.NextTaskIDs(1)
+			if err == nil {
+				reg.TaskStarted(owner, fmt.Sprintf("bash-%d", n), "")
+			}
+			return n, err
+		}
+	}
+	ex, err := executor.NewLocal(exOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := sessions.New(sessions.Options{OnClose: func(id string) { ex.KillOwned(id) }})
+	reg = sessions.New(sessions.Options{OnClose: func(id string) { ex.KillOwned(id) }, Store: o.store, GoneNotice: bashtool.GoneNotice, Logger: log.Named("sessions")})
+	unsubscribe := ex.Subscribe(func(e executor.TaskEnd) { reg.TaskEnded(e.Owner, e.ID, e.Status.State.String()) })
+	t.Cleanup(unsubscribe)
 	set, err := bashtool.New(bashtool.Options{Executor: ex, Limits: limits, Notify: reg.Notify, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -418,6 +448,8 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 		Version:        "1.2.3",
 		UpdateInterval: 5 * time.Millisecond,
 		UpdateTicker:   ticker,
+		Model:          "test-model",
+		Models:         o.models,
 		Logger:         log.Named("acp"),
 	})
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 
 // Initialize negotiates the protocol version and advertises only what we
 // really do: text prompts with embedded context (no images or audio, which
-// the model path does not carry) and session/close.
+// the model path does not carry), session/close and list, and — when
+// sessions are stored — session/load, resume and delete.
 func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp acpsdk.InitializeResponse, err error) {
 	defer a.recoverTo("initialize", &err)
 	terminal := false
@@ -19,17 +20,28 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 	a.mu.Lock()
 	a.terminalOutput = terminal
 	a.mu.Unlock()
+	// The model list is fetched once, from now, so the first session/new
+	// rarely waits for it (it waits at most modelListTimeout).
+	go a.models.get(context.Background())
 	a.log.Info("initialize",
 		zap.Int("client_protocol_version", int(p.ProtocolVersion)),
 		zap.Bool("terminal_output", terminal))
+	caps := acpsdk.SessionCapabilities{
+		Close: &acpsdk.SessionCloseCapabilities{},
+		List:  &acpsdk.SessionListCapabilities{},
+	}
+	stored := a.opts.Sessions.Persistent()
+	if stored {
+		caps.Resume = &acpsdk.SessionResumeCapabilities{}
+		caps.Delete = &acpsdk.SessionDeleteCapabilities{}
+	}
 	return acpsdk.InitializeResponse{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
-			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true},
-			SessionCapabilities: acpsdk.SessionCapabilities{
-				Close: &acpsdk.SessionCloseCapabilities{},
-			},
+			LoadSession:         stored,
+			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: caps,
 		},
 		AuthMethods: []acpsdk.AuthMethod{},
 	}, nil

@@ -54,17 +54,25 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	defer ui.close()
 
 	log.Info("prompt started")
+	rec := &recorder{a: a, ctx: ctx, s: s, blocks: p.Prompt}
 	out, runErr := a.opts.Loop.Run(tctx, agent.Turn{
-		Caller:   tools.Caller{SessionID: s.ID, Cwd: s.Cwd},
+		Caller:   tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone},
 		History:  s.History(),
 		Prompt:   promptText(p.Prompt),
+		Model:    s.Model(),
 		Notices:  s.DrainNotices,
 		Approver: a.approver(s, conn, log),
-		Emit:     ui.handle,
+		Record:   rec.record,
+		Emit: func(e agent.Event) {
+			rec.observe(e)
+			ui.handle(e)
+		},
 	})
 	// History is appended before end() lets a superseding turn start, so the
-	// next turn sees this one's messages.
+	// next turn sees this one's messages; the store is synced at this turn
+	// boundary, however the turn ended.
 	s.Append(out.Messages...)
+	s.Sync()
 	if runErr != nil {
 		log.Warn("prompt failed", zap.Error(runErr))
 		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32603, Message: runErr.Error()}

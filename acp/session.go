@@ -17,7 +17,7 @@ var modes = []acpsdk.SessionMode{
 }
 
 // NewSession registers a session for an absolute, existing cwd.
-func (a *Agent) NewSession(_ context.Context, p acpsdk.NewSessionRequest) (resp acpsdk.NewSessionResponse, err error) {
+func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (resp acpsdk.NewSessionResponse, err error) {
 	defer a.recoverTo("session/new", &err)
 	s, err := a.opts.Sessions.Create(p.Cwd)
 	if err != nil {
@@ -29,11 +29,9 @@ func (a *Agent) NewSession(_ context.Context, p acpsdk.NewSessionRequest) (resp 
 		log.Warn("mcpServers are not supported yet; ignoring them", zap.Int("count", len(p.McpServers)))
 	}
 	return acpsdk.NewSessionResponse{
-		SessionId: acpsdk.SessionId(s.ID),
-		Modes: &acpsdk.SessionModeState{
-			AvailableModes: modes,
-			CurrentModeId:  acpsdk.SessionModeId(s.Mode()),
-		},
+		SessionId:     acpsdk.SessionId(s.ID),
+		Modes:         modeState(s),
+		ConfigOptions: a.configOptions(ctx, s),
 	}, nil
 }
 
@@ -65,8 +63,9 @@ func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (r
 	return acpsdk.CloseSessionResponse{}, nil
 }
 
-// SetSessionMode switches between ask and auto.
-func (a *Agent) SetSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (resp acpsdk.SetSessionModeResponse, err error) {
+// SetSessionMode switches between ask and auto; the change is announced as
+// config_option_update for clients that follow config options.
+func (a *Agent) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequest) (resp acpsdk.SetSessionModeResponse, err error) {
 	defer a.recoverTo("session/set_mode", &err)
 	s, err := a.opts.Sessions.Get(string(p.SessionId))
 	if err != nil {
@@ -78,6 +77,7 @@ func (a *Agent) SetSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest
 		})
 	}
 	a.sessionLogger(s.ID).Info("mode changed", zap.String("mode", string(p.ModeId)))
+	a.sendUpdate(ctx, s.ID, acpsdk.SessionUpdate{ConfigOptionUpdate: &acpsdk.SessionConfigOptionUpdate{ConfigOptions: a.configOptions(ctx, s)}})
 	return acpsdk.SetSessionModeResponse{}, nil
 }
 
@@ -96,6 +96,10 @@ func toRequestError(err error) error {
 		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	case errors.Is(err, sessions.ErrClosed):
 		return &acpsdk.RequestError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error()}
+	case errors.Is(err, sessions.ErrBadCursor):
+		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	case errors.Is(err, sessions.ErrBusy), errors.Is(err, sessions.ErrUnusable):
+		return &acpsdk.RequestError{Code: -32603, Message: err.Error()}
 	}
 	return &acpsdk.RequestError{Code: -32603, Message: err.Error()}
 }

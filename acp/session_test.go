@@ -169,10 +169,11 @@ func TestUnknownSessionID(t *testing.T) {
 func TestUnsupportedMethods(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{provider: script{}})
-	_, err := h.conn.ListSessions(h.ctx, acpsdk.ListSessionsRequest{})
+	_, err := h.conn.Logout(h.ctx, acpsdk.LogoutRequest{})
 	requestError(t, err, -32601)
+	// Without a store nothing can be loaded: the session is not found.
 	_, err = h.conn.LoadSession(h.ctx, acpsdk.LoadSessionRequest{SessionId: "x", Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{}})
-	requestError(t, err, -32601)
+	requestError(t, err, -32002)
 	if _, err := h.conn.NewSession(h.ctx, acpsdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acpsdk.McpServer{}}); err != nil {
 		t.Fatalf("connection stopped serving: %v", err)
 	}

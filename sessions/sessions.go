@@ -10,11 +10,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
 // Sentinel errors, mapped to protocol errors at the protocol edge.
@@ -51,23 +55,48 @@ type Options struct {
 	// OnClose runs after a session is closed and forgotten (the caller kills
 	// its background tasks there); nil means nothing.
 	OnClose func(id string)
+	// Store persists every session as it happens; nil means sessions live
+	// in memory only (--no-persist) and cannot be listed once closed,
+	// loaded or resumed.
+	Store *store.Store
+	// GoneNotice is the notice a loaded session's next model request gets
+	// for the tasks that were running when its previous process stopped;
+	// nil means a plain default.
+	GoneNotice func(taskIDs []string) string
+	// Logger receives store write failures; nil means none.
+	Logger *zap.Logger
 }
 
 // Registry holds the sessions of one process. Safe for concurrent use.
 type Registry struct {
-	newID   func() string
-	onClose func(id string)
+	newID      func() string
+	onClose    func(id string)
+	store      *store.Store
+	goneNotice func([]string) string
+	log        *zap.Logger
 
-	// mu guards byID.
+	// mu guards byID and loading.
 	mu   sync.Mutex
 	byID map[string]*Session
+	// loading holds the ids being read from the store, closed when done: a
+	// second load of the same id waits for the first and gets its session.
+	loading map[string]chan struct{}
 }
 
 // New returns an empty registry.
 func New(opts Options) *Registry {
-	r := &Registry{newID: opts.NewID, onClose: opts.OnClose, byID: map[string]*Session{}}
+	r := &Registry{newID: opts.NewID, onClose: opts.OnClose, store: opts.Store, goneNotice: opts.GoneNotice, log: opts.Logger,
+		byID: map[string]*Session{}, loading: map[string]chan struct{}{}}
 	if r.newID == nil {
 		r.newID = func() string { return uuid.NewString() }
+	}
+	if r.log == nil {
+		r.log = zap.NewNop()
+	}
+	if r.goneNotice == nil {
+		r.goneNotice = func(ids []string) string {
+			return "background tasks " + strings.Join(ids, ", ") + " were stopped when dsh-acp restarted"
+		}
 	}
 	return r
 }
@@ -75,30 +104,52 @@ func New(opts Options) *Registry {
 // Create validates cwd (absolute, an existing directory) and registers a new
 // session in ModeAsk.
 func (r *Registry) Create(cwd string) (*Session, error) {
-	if cwd == "" {
-		return nil, fmt.Errorf("%w: cwd is required", ErrInvalidCwd)
-	}
-	if !filepath.IsAbs(cwd) {
-		return nil, fmt.Errorf("%w: cwd must be an absolute path, got %q", ErrInvalidCwd, cwd)
-	}
-	fi, err := os.Stat(cwd)
+	cwd, err := checkCwd(cwd)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cwd %s does not exist", ErrInvalidCwd, cwd)
+		return nil, err
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: cwd %s is not a directory", ErrInvalidCwd, cwd)
+	s := r.newSession(r.newID(), cwd)
+	if r.store != nil {
+		stored, err := r.store.Create(s.ID, cwd)
+		if err != nil {
+			return nil, fmt.Errorf("store the session (run with --no-persist to keep sessions in memory only): %w", err)
+		}
+		s.stored = stored
 	}
-	s := &Session{
-		ID:       r.newID(),
-		Cwd:      filepath.Clean(cwd),
-		mode:     ModeAsk,
-		allowed:  map[string]bool{},
-		lastDone: closedChan(),
-	}
+	s.updated = time.Now()
 	r.mu.Lock()
 	r.byID[s.ID] = s
 	r.mu.Unlock()
 	return s, nil
+}
+
+func (r *Registry) newSession(id, cwd string) *Session {
+	return &Session{
+		ID:       id,
+		Cwd:      cwd,
+		mode:     ModeAsk,
+		allowed:  map[string]bool{},
+		lastDone: closedChan(),
+		log:      r.log.With(zap.String("session", id)),
+	}
+}
+
+// checkCwd returns cwd cleaned if it is an absolute, existing directory.
+func checkCwd(cwd string) (string, error) {
+	if cwd == "" {
+		return "", fmt.Errorf("%w: cwd is required", ErrInvalidCwd)
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", fmt.Errorf("%w: cwd must be an absolute path, got %q", ErrInvalidCwd, cwd)
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil {
+		return "", fmt.Errorf("%w: cwd %s does not exist", ErrInvalidCwd, cwd)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: cwd %s is not a directory", ErrInvalidCwd, cwd)
+	}
+	return filepath.Clean(cwd), nil
 }
 
 // Get finds a live session.
@@ -135,6 +186,9 @@ func (r *Registry) Close(id string) error {
 	if r.onClose != nil {
 		r.onClose(id)
 	}
+	// After the tasks were killed, so their ends are recorded; the session
+	// stays in the store and can be loaded again.
+	s.closeStore()
 	return nil
 }
 
@@ -158,9 +212,7 @@ func (r *Registry) Notify(id, text string) {
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	s.notices = append(s.notices, text)
-	s.mu.Unlock()
+	s.queueNotice(text)
 }
 
 // Session is one conversation with its own cwd.
@@ -171,7 +223,7 @@ type Session struct {
 	// mu guards every field below.
 	mu       sync.Mutex
 	history  []agent.Message
-	notices  []string
+	notices  []notice
 	mode     Mode
 	allowed  map[string]bool
 	current  *turn
@@ -179,6 +231,14 @@ type Session struct {
 	closed   bool
 	// latest is the newest ticket a turn began with.
 	latest Ticket
+	// persisted state (see persist.go)
+	stored  *store.Session
+	log     *zap.Logger
+	title   string
+	model   string
+	gone    map[string]bool
+	running map[string]bool
+	updated time.Time
 }
 
 type turn struct {
@@ -280,10 +340,18 @@ func (s *Session) Append(msgs ...agent.Message) {
 // DrainNotices returns the queued notices and clears them.
 func (s *Session) DrainNotices() []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := s.notices
 	s.notices = nil
-	return n
+	s.mu.Unlock()
+	if len(n) == 0 {
+		return nil
+	}
+	texts := make([]string, len(n))
+	for i, x := range n {
+		texts[i] = x.text
+		s.persist(store.Notice{ID: x.id, State: store.NoticeDelivered, Text: x.text})
+	}
+	return texts
 }
 
 // Mode returns the session's permission mode.
@@ -299,18 +367,30 @@ func (s *Session) SetMode(m Mode) error {
 		return fmt.Errorf("unknown mode %q", m)
 	}
 	s.mu.Lock()
+	changed := s.mode != m
 	s.mode = m
 	s.mu.Unlock()
+	if changed {
+		s.persist(store.Mode{Mode: string(m)})
+		s.Sync()
+	}
 	return nil
 }
 
 // Remember records command keys the user allowed "always" in this session.
 func (s *Session) Remember(keys ...string) {
+	var added []string
 	s.mu.Lock()
 	for _, k := range keys {
+		if !s.allowed[k] {
+			added = append(added, k)
+		}
 		s.allowed[k] = true
 	}
 	s.mu.Unlock()
+	for _, k := range added {
+		s.persist(store.AlwaysAllow{Key: k})
+	}
 }
 
 // Remembered returns a copy of the keys allowed "always".

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"go.uber.org/zap"
@@ -19,6 +20,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
 
@@ -32,7 +34,9 @@ type app struct {
 	toolset  *bashtool.Set
 	sessions *sessions.Registry
 	agent    *acp.Agent
-	closers  []func() error
+	// store is nil with --no-persist.
+	store   *store.Store
+	closers []func() error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -129,7 +133,12 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	// One limits value for the executor and the tools: the bash description
 	// names the timeouts the executor enforces.
 	limits := cfg.limits()
-	ex, err := executor.NewLocal(executor.Options{
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return nil, errors.Join(err, closeAll(closers))
+	}
+	a := &app{log: log, closers: closers, store: st}
+	exOpts := executor.Options{
 		Limits:   limits,
 		SpillDir: cfg.spillDir,
 		// The headless runner's output names the spill files (the notes
@@ -140,18 +149,39 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		KeepEnv:        cfg.keepEnv,
 		Secrets:        nonEmpty(cfg.apiKey),
 		Logger:         log.Named("executor"),
-	})
+	}
+	if st != nil {
+		// Task ids continue the store's sequence, and each task is recorded
+		// with its session, so a later process knows which ids were its.
+		exOpts.NextTaskID = func(owner string) (int64, error) {
+			n, err := st.NextTaskIDs(1)
+			if err == nil && owner != "" {
+				a.sessions.TaskStarted(owner, "bash-"+strconv.FormatInt(n, 10), "")
+			}
+			return n, err
+		}
+	}
+	ex, err := executor.NewLocal(exOpts)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start executor: %w", err), closeAll(closers))
 	}
-	a := &app{log: log, exec: ex, closers: closers}
+	a.exec = ex
 	a.sessions = sessions.New(sessions.Options{
 		OnClose: func(id string) {
 			if n := ex.KillOwned(id); n > 0 {
 				log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
 			}
 		},
+		Store:      st,
+		GoneNotice: bashtool.GoneNotice,
+		Logger:     log.Named("sessions"),
 	})
+	unsubscribe := ex.Subscribe(func(end executor.TaskEnd) {
+		if end.Owner != "" {
+			a.sessions.TaskEnded(end.Owner, end.ID, end.Status.State.String())
+		}
+	})
+	a.closers = append(a.closers, func() error { unsubscribe(); return nil })
 	a.toolset, err = bashtool.New(bashtool.Options{
 		Executor: ex,
 		Limits:   limits,
@@ -172,6 +202,8 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		},
 		Rules:   permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
 		Version: version,
+		Model:   modelName(cfg),
+		Models:  newModelLister(cfg),
 		Logger:  log.Named("acp"),
 	})
 	if err != nil {
@@ -206,4 +238,24 @@ func nonEmpty(s ...string) []string {
 		}
 	}
 	return out
+}
+
+// openStore opens the state directory (nothing is read: start-up costs the
+// same with a thousand stored sessions); nil with --no-persist.
+func openStore(cfg *config, log *zap.Logger) (*store.Store, error) {
+	if cfg.noPersist {
+		return nil, nil
+	}
+	dir, err := cfg.storeDir()
+	if err != nil {
+		// An editor may start us with a bare environment: serve anyway,
+		// in memory only, rather than not at all.
+		log.Warn("sessions will not be stored", zap.Error(err))
+		return nil, nil
+	}
+	st, err := store.New(store.Options{Dir: dir, Logger: log.Named("store")})
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	return st, nil
 }

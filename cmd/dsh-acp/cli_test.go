@@ -37,7 +37,7 @@ func TestCommandLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var out, errb bytes.Buffer
-			code := run(context.Background(), tc.args, nil, &out, &errb, noEnv)
+			code := run(context.Background(), tc.args, nil, &out, &errb, stateEnv(t))
 			if code != tc.wantCode {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.wantCode, out.String(), errb.String())
 			}
@@ -59,14 +59,14 @@ func TestCommandLine(t *testing.T) {
 // everything is prompt text.
 func TestExecFlagsAnywhere(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseExec([]string{"--script", "f", "Show me around", "--yes", "--thoughts"}, noEnv)
+	cfg, err := parseExec([]string{"--script", "f", "Show me around", "--yes", "--thoughts"}, stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.prompt != "Show me around" || !cfg.yes || !cfg.thoughts || cfg.script != "f" {
 		t.Errorf("prompt=%q yes=%v thoughts=%v script=%q", cfg.prompt, cfg.yes, cfg.thoughts, cfg.script)
 	}
-	cfg, err = parseExec([]string{"say", "--yes", "--", "--yes", "-x"}, noEnv)
+	cfg, err = parseExec([]string{"say", "--yes", "--", "--yes", "-x"}, stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestServeLogsQuietOnStderr(t *testing.T) {
 	logFile := t.TempDir() + "/log"
 	for _, args := range [][]string{{"--script", "none.jsonl"}, {"--script", "none.jsonl", "--log-file", logFile}} {
 		var out, errb bytes.Buffer
-		if code := run(ctx, args, strings.NewReader(""), &out, &errb, noEnv); code != 0 {
+		if code := run(ctx, args, strings.NewReader(""), &out, &errb, stateEnv(t)); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
 		}
 		if strings.Contains(errb.String(), `"level":"info"`) {

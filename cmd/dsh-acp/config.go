@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
 // stringList is a repeatable string flag.
@@ -40,6 +42,11 @@ type config struct {
 	// spillDir is $TMPDIR, the parent of the executor's spill directory;
 	// empty means os.TempDir().
 	spillDir string
+	stateDir     string
+	noPersist    bool
+	// getenv is the environment the config was parsed from (the default
+	// state directory is looked up from it when a store is opened).
+	getenv env
 
 	// exec only
 	// headless: the output is for a person (exec), so logs go to stderr
@@ -49,6 +56,10 @@ type config struct {
 	yes      bool
 	thoughts bool
 	prompt   string
+	// resume is the stored session exec continues; empty = a new one.
+	resume string
+	// cwdSet: --cwd was given (a resumed session otherwise keeps its own).
+	cwdSet bool
 }
 
 // env is the program's view of its environment (injected for tests).
@@ -84,12 +95,15 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.logFile, "log-file", "", "write logs to `PATH` instead of stderr")
 	fs.StringVar(&cfg.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error (default warn on stderr, info with --log-file)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+	fs.StringVar(&cfg.stateDir, "state-dir", getenv.first("DSH_STATE_DIR"), "keep sessions under `DIR` (env DSH_STATE_DIR; default $XDG_STATE_HOME/dsh-acp, else ~/.local/state/dsh-acp, ~/Library/Application Support/dsh-acp on macOS)")
+	fs.BoolVar(&cfg.noPersist, "no-persist", false, "keep sessions in memory only: nothing is stored, listed after a restart, loaded or resumed")
 	return fs
 }
 
 const serveUsage = `Usage:
   dsh-acp [serve] [flags]          serve the Agent Client Protocol on stdin/stdout
   dsh-acp exec [flags] PROMPT...   run one prompt and print what happens
+  dsh-acp sessions [--cwd DIR]     list the stored sessions (id, updated, title, cwd)
   dsh-acp help                     print this help
   dsh-acp version                  print the version
 
@@ -120,7 +134,7 @@ func usageText(header string, fs *flag.FlagSet) string {
 	fs.SetOutput(io.Discard)
 	// The README and every example spell flags with two dashes.
 	b.WriteString(strings.ReplaceAll("\n"+flags.String(), "\n  -", "\n  --")[1:])
-	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL.\n")
+	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL, DSH_STATE_DIR.\n")
 	return b.String()
 }
 
@@ -154,7 +168,7 @@ func parseFlags(fs *flag.FlagSet, header string, args []string) ([]string, error
 }
 
 func parseServe(args []string, getenv env) (*config, error) {
-	cfg := &config{}
+	cfg := &config{getenv: getenv}
 	fs := newFlagSet("dsh-acp", cfg, getenv)
 	rest, err := parseFlags(fs, serveUsage, args)
 	if err != nil {
@@ -169,11 +183,12 @@ func parseServe(args []string, getenv env) (*config, error) {
 }
 
 func parseExec(args []string, getenv env) (*config, error) {
-	cfg := &config{}
+	cfg := &config{getenv: getenv}
 	fs := newFlagSet("dsh-acp exec", cfg, getenv)
 	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the session (default: the current directory)")
 	fs.BoolVar(&cfg.yes, "yes", false, "answer every permission question with allow (default: refuse)")
 	fs.BoolVar(&cfg.thoughts, "thoughts", false, "print the model's reasoning (dimmed)")
+	fs.StringVar(&cfg.resume, "resume", "", "continue the stored session `ID` (see dsh-acp sessions) instead of starting one")
 	cfg.headless = true
 	rest, err := parseFlags(fs, execUsage, args)
 	if err != nil {
@@ -183,6 +198,7 @@ func parseExec(args []string, getenv env) (*config, error) {
 	if strings.TrimSpace(cfg.prompt) == "" && !cfg.version {
 		return nil, errors.New("exec needs a prompt (dsh-acp exec [flags] PROMPT)")
 	}
+	cfg.cwdSet = cfg.cwd != ""
 	// A relative --cwd means what it means in a shell: relative to here.
 	cwd, err := filepath.Abs(cfg.cwd)
 	if err != nil {
@@ -214,10 +230,29 @@ func (c *config) validate() error {
 	if c.timeout > c.maxTimeout {
 		return fmt.Errorf("--timeout %v is above --max-timeout %v", c.timeout, c.maxTimeout)
 	}
+	if c.resume != "" && c.noPersist {
+		return errors.New("--resume needs the store: drop --no-persist")
+	}
 	switch c.logLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
 	return nil
+}
+
+// storeDir is where sessions are kept: --state-dir, else the default.
+func (c *config) storeDir() (string, error) {
+	if c.stateDir != "" {
+		return filepath.Abs(c.stateDir)
+	}
+	getenv := c.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	d, err := store.DefaultDirFor(runtime.GOOS, getenv)
+	if err != nil {
+		return "", fmt.Errorf("%w (pass --state-dir, or --no-persist)", err)
+	}
+	return d, nil
 }

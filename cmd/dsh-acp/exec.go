@@ -97,9 +97,9 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	}); err != nil {
 		return "", fmt.Errorf("initialize: %w", err)
 	}
-	sess, err := conn.NewSession(bg, acpsdk.NewSessionRequest{Cwd: cfg.cwd, McpServers: []acpsdk.McpServer{}})
+	sess, err := startSession(bg, conn, cfg)
 	if err != nil {
-		return "", fmt.Errorf("new session: %w", err)
+		return "", err
 	}
 	// Ctrl-C cancels the turn the way an editor does; the prompt then
 	// answers "cancelled" and every process it started is stopped.
@@ -119,6 +119,52 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		return "", err
 	}
 	return resp.StopReason, nil
+}
+
+// startSession starts a new session, or resumes the stored one --resume
+// names (in --cwd when given, else where it was).
+func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config) (acpsdk.NewSessionResponse, error) {
+	if cfg.resume == "" {
+		sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: cfg.cwd, McpServers: []acpsdk.McpServer{}})
+		if err != nil {
+			return sess, fmt.Errorf("new session: %w", err)
+		}
+		return sess, nil
+	}
+	cwd := cfg.cwd
+	if !cfg.cwdSet {
+		if stored, ok := findStored(ctx, conn, cfg.resume); ok {
+			cwd = stored
+		}
+	}
+	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(cfg.resume), Cwd: cwd}); err != nil {
+		var re *acpsdk.RequestError
+		if errors.As(err, &re) {
+			return acpsdk.NewSessionResponse{}, fmt.Errorf("resume session %s: %s", cfg.resume, re.Message)
+		}
+		return acpsdk.NewSessionResponse{}, fmt.Errorf("resume session %s: %w", cfg.resume, err)
+	}
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(cfg.resume)}, nil
+}
+
+// findStored returns the stored cwd of session id, from session/list.
+func findStored(ctx context.Context, conn *acpsdk.ClientSideConnection, id string) (string, bool) {
+	var cursor *string
+	for {
+		page, err := conn.ListSessions(ctx, acpsdk.ListSessionsRequest{Cursor: cursor})
+		if err != nil {
+			return "", false
+		}
+		for _, s := range page.Sessions {
+			if string(s.SessionId) == id {
+				return s.Cwd, true
+			}
+		}
+		if page.NextCursor == nil {
+			return "", false
+		}
+		cursor = page.NextCursor
+	}
 }
 
 func isTerminal(w io.Writer) bool {

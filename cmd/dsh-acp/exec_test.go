@@ -35,7 +35,7 @@ func TestExecTour(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := run(ctx, []string{"exec", "--script", "../../examples/tour.jsonl", "--yes", "--cwd", dir, "Show me around"}, nil, &out, &errb, noEnv)
+	code := run(ctx, []string{"exec", "--script", "../../examples/tour.jsonl", "--yes", "--cwd", dir, "Show me around"}, nil, &out, &errb, stateEnv(t))
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
@@ -70,7 +70,7 @@ func TestExecRefusesWithoutYes(t *testing.T) {
 		`{"tool_calls":[{"name":"bash","arguments":{"command":"touch ran","description":"Create a marker file"}}]}`,
 		`{"text":"ok"}`)
 	var out, errb bytes.Buffer
-	code := run(ctx, []string{"exec", "--script", script, "--cwd", dir, "go"}, nil, &out, &errb, noEnv)
+	code := run(ctx, []string{"exec", "--script", script, "--cwd", dir, "go"}, nil, &out, &errb, stateEnv(t))
 	if code != 4 {
 		t.Fatalf("exit %d, want 4 (every command refused): %s", code, errb.String())
 	}
@@ -88,7 +88,7 @@ func TestExecRefusesWithoutYes(t *testing.T) {
 func TestExecNeedsPrompt(t *testing.T) {
 	t.Parallel()
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"exec"}, nil, &out, &errb, noEnv); code != 2 {
+	if code := run(context.Background(), []string{"exec"}, nil, &out, &errb, stateEnv(t)); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
 	if !strings.Contains(errb.String(), "needs a prompt") {
@@ -143,7 +143,7 @@ func TestConfigFromEnv(t *testing.T) {
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"--version"}, nil, &out, &errb, noEnv); code != 0 {
+	if code := run(context.Background(), []string{"--version"}, nil, &out, &errb, stateEnv(t)); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.HasPrefix(out.String(), "dsh-acp ") || strings.Count(out.String(), "\n") != 1 {
@@ -157,7 +157,7 @@ func TestExecMalformedScript(t *testing.T) {
 	t.Parallel()
 	script := writeScript(t, `{"text":"fine"}`, `{"text": Infinity}`)
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"exec", "--script", script, "--cwd", t.TempDir(), "go"}, nil, &out, &errb, noEnv)
+	code := run(context.Background(), []string{"exec", "--script", script, "--cwd", t.TempDir(), "go"}, nil, &out, &errb, stateEnv(t))
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\nstderr: %s", code, errb.String())
 	}
@@ -173,7 +173,7 @@ func TestExecMalformedScript(t *testing.T) {
 // TestExecRelativeCwd: --cwd is resolved against the current directory.
 func TestExecRelativeCwd(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseExec([]string{"--cwd", "sub/dir", "hello"}, noEnv)
+	cfg, err := parseExec([]string{"--cwd", "sub/dir", "hello"}, stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestExecInterrupt(t *testing.T) {
 	pr, pw := io.Pipe()
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, []string{"exec", "--script", script, "--yes", "--cwd", t.TempDir(), "wait"}, nil, pw, io.Discard, noEnv)
+		code <- run(ctx, []string{"exec", "--script", script, "--yes", "--cwd", t.TempDir(), "wait"}, nil, pw, io.Discard, stateEnv(t))
 		pw.Close()
 	}()
 	var seen strings.Builder
@@ -252,7 +252,7 @@ func TestExecExitCodes(t *testing.T) {
 			script := writeScript(t, tc.turns...)
 			args := append([]string{"exec", "--script", script, "--cwd", t.TempDir()}, tc.flags...)
 			var out, errb bytes.Buffer
-			if code := run(ctx, append(args, "go"), nil, &out, &errb, noEnv); code != tc.want {
+			if code := run(ctx, append(args, "go"), nil, &out, &errb, stateEnv(t)); code != tc.want {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.want, out.String(), errb.String())
 			}
 		})
@@ -334,5 +334,17 @@ func TestExecKeepsSpillFiles(t *testing.T) {
 	}
 	if string(full) != want.String() {
 		t.Errorf("spill file holds %d bytes, want the %d of the whole output", len(full), want.Len())
+	}
+}
+
+// stateEnv is an empty environment but for a private state directory: no
+// test writes to the real home.
+func stateEnv(t *testing.T) func(string) string {
+	dir := t.TempDir()
+	return func(k string) string {
+		if k == "DSH_STATE_DIR" {
+			return dir
+		}
+		return ""
 	}
 }

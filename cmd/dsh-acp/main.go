@@ -39,6 +39,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch cmd {
 	case "exec":
 		return runExec(ctx, args, stdout, stderr, getenv)
+	case "sessions":
+		return runSessions(args, stdout, stderr, getenv)
 	case "", "serve":
 	case "help":
 		_, err := parseServe([]string{"--help"}, env(getenv))
@@ -50,7 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	default:
 		// Never guess that a stray word was meant as a prompt: exec would
 		// send it to a paid model.
-		fmt.Fprintf(stderr, "dsh-acp: unknown command %q (commands: serve, exec, help, version)\n", cmd)
+		fmt.Fprintf(stderr, "dsh-acp: unknown command %q (commands: serve, exec, sessions, help, version)\n", cmd)
 		return 2
 	}
 	cfg, err := parseServe(args, env(getenv))

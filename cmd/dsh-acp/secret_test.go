@@ -27,6 +27,10 @@ func TestAPIKeyHiddenFromCommands(t *testing.T) {
 	var auth []string
 	var toolResult string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.NotFound(w, r) // the model list: the fallback is fine here
+			return
+		}
 		var req struct {
 			Messages []struct {
 				Role    string `json:"role"`

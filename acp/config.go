@@ -1,0 +1,170 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/sessions"
+)
+
+// Config option ids.
+const (
+	configMode  = "mode"
+	configModel = "model"
+)
+
+// ModelLister lists the models the endpoint serves (GET /models).
+type ModelLister interface {
+	ListModels(ctx context.Context) ([]string, error)
+}
+
+// modelListTimeout bounds the one listing of a process: a slow or absent
+// endpoint costs the first session/new at most this.
+const modelListTimeout = 3 * time.Second
+
+// models is the model option's values, listed once per process.
+type models struct {
+	lister ModelLister
+	def    string
+	log    *zap.Logger
+
+	once sync.Once
+	// list is set once by once: the default first, then the endpoint's.
+	list []string
+}
+
+func (m *models) get(ctx context.Context) []string {
+	m.once.Do(func() {
+		m.list = []string{m.def}
+		if m.lister == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), modelListTimeout)
+		defer cancel()
+		names, err := m.lister.ListModels(ctx)
+		if err != nil {
+			m.log.Warn("listing models failed; offering the configured one only", zap.Error(err))
+			return
+		}
+		for _, n := range names {
+			if n != "" && n != m.def {
+				m.list = append(m.list, n)
+			}
+		}
+	})
+	return m.list
+}
+
+func (m *models) has(ctx context.Context, name string) bool {
+	for _, n := range m.get(ctx) {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionModel is the model a session asks: its option, else the default.
+func (a *Agent) sessionModel(s *sessions.Session) string {
+	if m := s.Model(); m != "" {
+		return m
+	}
+	return a.models.def
+}
+
+// configOptions is the full list of a session's config options.
+func (a *Agent) configOptions(ctx context.Context, s *sessions.Session) []acpsdk.SessionConfigOption {
+	modeOpts := make(acpsdk.SessionConfigSelectOptionsUngrouped, 0, len(modes))
+	for _, m := range modes {
+		modeOpts = append(modeOpts, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(m.Id), Name: m.Name, Description: m.Description})
+	}
+	names := a.models.get(ctx)
+	modelOpts := make(acpsdk.SessionConfigSelectOptionsUngrouped, 0, len(names))
+	for _, n := range names {
+		modelOpts = append(modelOpts, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(n), Name: n})
+	}
+	current := a.sessionModel(s)
+	return []acpsdk.SessionConfigOption{
+		{Select: &acpsdk.SessionConfigOptionSelect{
+			Id: configMode, Name: "Mode", Type: "select",
+			Category:     acpsdk.Ptr(acpsdk.SessionConfigOptionCategoryMode),
+			Description:  acpsdk.Ptr("When to ask before running a command."),
+			CurrentValue: acpsdk.SessionConfigValueId(s.Mode()),
+			Options:      acpsdk.SessionConfigSelectOptions{Ungrouped: &modeOpts},
+		}},
+		{Select: &acpsdk.SessionConfigOptionSelect{
+			Id: configModel, Name: "Model", Type: "select",
+			Category:     acpsdk.Ptr(acpsdk.SessionConfigOptionCategoryModel),
+			Description:  acpsdk.Ptr("The model asked from the next request on."),
+			CurrentValue: acpsdk.SessionConfigValueId(current),
+			Options:      acpsdk.SessionConfigSelectOptions{Ungrouped: &modelOpts},
+		}},
+	}
+}
+
+func modeState(s *sessions.Session) *acpsdk.SessionModeState {
+	return &acpsdk.SessionModeState{AvailableModes: modes, CurrentModeId: acpsdk.SessionModeId(s.Mode())}
+}
+
+// SetSessionConfigOption sets mode or model from the next model request,
+// persists it and answers the full list; a mode change is also announced
+// as current_mode_update for clients that follow modes.
+func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (resp acpsdk.SetSessionConfigOptionResponse, err error) {
+	defer a.recoverTo("session/set_config_option", &err)
+	v := p.ValueId
+	if v == nil {
+		return resp, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("config options %q and %q take a value id", configMode, configModel)})
+	}
+	s, err := a.opts.Sessions.Get(string(v.SessionId))
+	if err != nil {
+		return resp, toRequestError(err)
+	}
+	value := string(v.Value)
+	switch string(v.ConfigId) {
+	case configMode:
+		if err := s.SetMode(sessions.Mode(value)); err != nil {
+			return resp, acpsdk.NewInvalidParams(map[string]any{
+				"error": fmt.Sprintf("unknown value %q of config option %q: valid values are %q and %q", value, configMode, sessions.ModeAsk, sessions.ModeAuto),
+			})
+		}
+		a.sendUpdate(ctx, s.ID, acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{CurrentModeId: acpsdk.SessionModeId(value)}})
+	case configModel:
+		if !a.models.has(ctx, value) {
+			return resp, acpsdk.NewInvalidParams(map[string]any{
+				"error": fmt.Sprintf("unknown value %q of config option %q: valid values are %s", value, configModel, quoteAll(a.models.get(ctx))),
+			})
+		}
+		s.SetModel(value)
+	default:
+		return resp, acpsdk.NewInvalidParams(map[string]any{
+			"error": fmt.Sprintf("unknown config option %q: valid options are %q and %q", v.ConfigId, configMode, configModel),
+		})
+	}
+	a.sessionLogger(s.ID).Info("config option set", zap.String("option", string(v.ConfigId)), zap.String("value", value))
+	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(ctx, s)}, nil
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// sendUpdate sends one session/update outside a turn.
+func (a *Agent) sendUpdate(ctx context.Context, sid string, up acpsdk.SessionUpdate) {
+	conn := a.client()
+	if conn == nil {
+		return
+	}
+	if err := conn.SessionUpdate(context.WithoutCancel(ctx), acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid), Update: up}); err != nil {
+		a.sessionLogger(sid).Debug("session update not delivered", zap.Error(err))
+	}
+}

@@ -1,0 +1,133 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
+)
+
+var _ acpsdk.AgentLoader = (*Agent)(nil)
+
+// LoadSession makes a stored session live with the cwd given and replays
+// its conversation as session/update notifications before it answers. A
+// session already live here is returned as is, without a replay (this
+// connection saw it happen).
+func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (resp acpsdk.LoadSessionResponse, err error) {
+	defer a.recoverTo("session/load", &err)
+	l, err := a.open(string(p.SessionId), p.Cwd, len(p.McpServers))
+	if err != nil {
+		return resp, toRequestError(err)
+	}
+	if !l.WasLive {
+		a.replay(ctx, l.Session.ID, l.Entries)
+	}
+	return acpsdk.LoadSessionResponse{Modes: modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
+}
+
+// ResumeSession is LoadSession without the replay.
+func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (resp acpsdk.ResumeSessionResponse, err error) {
+	defer a.recoverTo("session/resume", &err)
+	l, err := a.open(string(p.SessionId), p.Cwd, len(p.McpServers))
+	if err != nil {
+		return resp, toRequestError(err)
+	}
+	return acpsdk.ResumeSessionResponse{Modes: modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
+}
+
+// UnstableDeleteSession removes a session from the store, closing it first
+// if it is live.
+func (a *Agent) UnstableDeleteSession(_ context.Context, p acpsdk.UnstableDeleteSessionRequest) (resp acpsdk.UnstableDeleteSessionResponse, err error) {
+	defer a.recoverTo("session/delete", &err)
+	if err := a.opts.Sessions.Delete(string(p.SessionId)); err != nil {
+		return resp, toRequestError(err)
+	}
+	a.sessionLogger(string(p.SessionId)).Info("session deleted")
+	return resp, nil
+}
+
+func (a *Agent) open(id, cwd string, mcpServers int) (sessions.Loaded, error) {
+	l, err := a.opts.Sessions.Open(id, cwd)
+	if err != nil {
+		return l, err
+	}
+	log := a.sessionLogger(id)
+	if l.WasLive {
+		log.Info("session already live", zap.String("cwd", l.Session.Cwd))
+		return l, nil
+	}
+	log.Info("session loaded", zap.String("cwd", l.Session.Cwd), zap.Int("entries", len(l.Entries)))
+	// TODO(mcp): start the session's MCP servers here, as NewSession does,
+	// once that function is on main.
+	if mcpServers > 0 {
+		log.Warn("mcpServers are not supported yet; ignoring them", zap.Int("count", mcpServers))
+	}
+	return l, nil
+}
+
+// replay sends the stored conversation as the editor saw it: each prompt,
+// the model's reasoning and text, and each tool call with its title, kind,
+// rawInput, final status and content (not its live output).
+func (a *Agent) replay(ctx context.Context, sid string, entries []store.Entry) {
+	names := map[string]string{}
+	for _, e := range entries {
+		p, err := e.Decode()
+		if err != nil {
+			continue
+		}
+		switch v := p.(type) {
+		case store.Prompt:
+			var blocks []acpsdk.ContentBlock
+			if len(v.Blocks) == 0 || json.Unmarshal(v.Blocks, &blocks) != nil || len(blocks) == 0 {
+				blocks = []acpsdk.ContentBlock{acpsdk.TextBlock(v.Text)}
+			}
+			for _, b := range blocks {
+				a.sendUpdate(ctx, sid, acpsdk.UpdateUserMessage(b))
+			}
+		case store.Assistant:
+			if v.Reasoning != "" {
+				a.sendUpdate(ctx, sid, acpsdk.UpdateAgentThoughtText(v.Reasoning))
+			}
+			if v.Text != "" {
+				a.sendUpdate(ctx, sid, acpsdk.UpdateAgentMessageText(v.Text))
+			}
+			for _, c := range v.ToolCalls {
+				names[c.ID] = c.Name
+			}
+		case store.ToolResult:
+			a.sendUpdate(ctx, sid, replayedCall(v, names[v.CallID]))
+		}
+	}
+}
+
+func replayedCall(r store.ToolResult, name string) acpsdk.SessionUpdate {
+	title := r.Title
+	if title == "" {
+		title = name
+	}
+	kind := acpsdk.ToolKind(r.ToolKind)
+	if kind == "" {
+		kind = acpsdk.ToolKindOther
+	}
+	status := acpsdk.ToolCallStatus(r.Status)
+	if status == "" {
+		status = acpsdk.ToolCallStatusCompleted
+		if r.IsError {
+			status = acpsdk.ToolCallStatusFailed
+		}
+	}
+	opts := []acpsdk.ToolCallStartOpt{acpsdk.WithStartKind(kind), acpsdk.WithStartStatus(status)}
+	if len(r.RawInput) > 0 {
+		opts = append(opts, acpsdk.WithStartRawInput(r.RawInput))
+	}
+	var content []acpsdk.ToolCallContent
+	if len(r.Content) == 0 || json.Unmarshal(r.Content, &content) != nil {
+		content = []acpsdk.ToolCallContent{fenced(r.Text)}
+	}
+	opts = append(opts, acpsdk.WithStartContent(content))
+	return acpsdk.StartToolCall(acpsdk.ToolCallId(r.CallID), title, opts...)
+}

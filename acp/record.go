@@ -1,0 +1,75 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/sessions"
+)
+
+// recorder persists one turn as it happens: the prompt (naming the session
+// on its first), each model message, and each tool result with what the
+// editor was shown of it. It runs on the turn's goroutine only.
+type recorder struct {
+	a      *Agent
+	ctx    context.Context
+	s      *sessions.Session
+	blocks []acpsdk.ContentBlock
+
+	prompted bool
+	// views are the finished calls' editor views, by call id, until their
+	// tool message is recorded.
+	views   map[string]*sessions.ToolView
+	isError map[string]bool
+}
+
+// observe is the turn's Emit, before the UI sees the event.
+func (r *recorder) observe(e agent.Event) {
+	if e.Kind != agent.EventToolResult {
+		return
+	}
+	if r.views == nil {
+		r.views, r.isError = map[string]*sessions.ToolView{}, map[string]bool{}
+	}
+	r.views[e.Call.ID] = toolView(e.Call, e.Result.IsError || e.Result.Failed, e.Result.Text)
+	r.isError[e.Call.ID] = e.Result.IsError
+}
+
+// record is the turn's Record.
+func (r *recorder) record(m agent.Message) {
+	if !r.prompted && m.Role == agent.RoleUser {
+		r.prompted = true
+		blocks, _ := json.Marshal(r.blocks)
+		if title, set := r.s.AddPrompt(m.Content, blocks); set {
+			r.a.sendUpdate(r.ctx, r.s.ID, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{Title: acpsdk.Ptr(title)}})
+		}
+		return
+	}
+	var view *sessions.ToolView
+	isError := false
+	if m.Role == agent.RoleTool {
+		view = r.views[m.ToolCallID]
+		isError = r.isError[m.ToolCallID]
+		delete(r.views, m.ToolCallID)
+	}
+	r.s.AddMessage(m, view, isError)
+}
+
+// toolView is what the editor saw of a finished call, as a client without
+// Zed's terminal shows it: the description and the result text.
+func toolView(c agent.CallInfo, failed bool, text string) *sessions.ToolView {
+	title := c.Call.Title
+	if title == "" {
+		title = c.Name
+	}
+	status := acpsdk.ToolCallStatusCompleted
+	if failed {
+		status = acpsdk.ToolCallStatusFailed
+	}
+	raw, _ := json.Marshal(rawInput(c.Args))
+	content, _ := json.Marshal(append(descriptionContent(c), fenced(text)))
+	return &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content}
+}

@@ -1,0 +1,302 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
+)
+
+// More sentinels of the stored sessions.
+var (
+	// ErrBusy: the session is live in another dsh-acp process.
+	ErrBusy = errors.New("session is open in another dsh-acp process")
+	// ErrUnusable: the session's file was written by a newer dsh-acp or is
+	// not a dsh-acp file.
+	ErrUnusable = errors.New("session file is not usable by this dsh-acp")
+	// ErrBadCursor: a list cursor this registry did not make.
+	ErrBadCursor = errors.New("malformed list cursor")
+)
+
+// Loaded is a session made live by Open.
+type Loaded struct {
+	Session *Session
+	// Entries are the stored entries, for replay; nil when the session was
+	// already live here.
+	Entries []store.Entry
+	// WasLive: the session was live in this process already and is
+	// returned as is.
+	WasLive bool
+}
+
+// Open makes a stored session live with cwd as its working directory, or
+// returns it if it is live here already. Its history, mode, model, always
+// allow memory and undelivered notices are restored; the tasks that were
+// running when its process stopped are marked gone, and its next model
+// request is told so once.
+func (r *Registry) Open(id, cwd string) (Loaded, error) {
+	cwd, err := checkCwd(cwd)
+	if err != nil {
+		return Loaded{}, err
+	}
+	for {
+		r.mu.Lock()
+		if s := r.byID[id]; s != nil {
+			r.mu.Unlock()
+			return Loaded{Session: s, WasLive: true}, nil
+		}
+		wait := r.loading[id]
+		if wait == nil {
+			done := make(chan struct{})
+			r.loading[id] = done
+			r.mu.Unlock()
+			l, err := r.open(id, cwd)
+			r.mu.Lock()
+			delete(r.loading, id)
+			if err == nil {
+				r.byID[id] = l.Session
+			}
+			r.mu.Unlock()
+			close(done)
+			return l, err
+		}
+		r.mu.Unlock()
+		<-wait
+	}
+}
+
+func (r *Registry) open(id, cwd string) (Loaded, error) {
+	if r.store == nil {
+		return Loaded{}, fmt.Errorf("%w: %s (sessions are not stored: --no-persist)", ErrNotFound, id)
+	}
+	stored, err := r.store.Open(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
+		return Loaded{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	case errors.Is(err, store.ErrLocked):
+		return Loaded{}, fmt.Errorf("%w: session %s is live in another dsh-acp process (another editor window?); close it there first", ErrBusy, id)
+	case errors.Is(err, store.ErrForeign), errors.Is(err, store.ErrNewerVersion):
+		return Loaded{}, fmt.Errorf("%w: %s: %w", ErrUnusable, id, err)
+	case err != nil:
+		return Loaded{}, fmt.Errorf("open stored session %s: %w", id, err)
+	}
+	entries := stored.Entries()
+	state := stored.State()
+	s := r.newSession(id, cwd)
+	s.stored = stored
+	s.history = History(entries, state)
+	s.title = state.Title
+	if m := Mode(state.Mode); m.Valid() {
+		s.mode = m
+	}
+	s.model = state.Config[ConfigModel]
+	for _, k := range state.AlwaysAllow {
+		s.allowed[k] = true
+	}
+	for _, n := range state.PendingNotices {
+		s.notices = append(s.notices, notice{id: n.ID, text: n.Text})
+	}
+	s.gone = map[string]bool{}
+	for _, e := range entries {
+		if e.Kind != store.KindTaskStarted {
+			continue
+		}
+		if p, err := e.Decode(); err == nil {
+			s.gone[p.(store.TaskStarted).ID] = true
+		}
+	}
+	if cwd != state.Cwd {
+		s.persist(store.Cwd{Cwd: cwd})
+	}
+	if len(state.RunningTasks) > 0 {
+		for _, t := range state.RunningTasks {
+			s.persist(store.TaskEnded{ID: t, State: "gone"})
+		}
+		s.queueNotice(r.goneNotice(state.RunningTasks))
+	}
+	s.Sync()
+	return Loaded{Session: s, Entries: entries}, nil
+}
+
+// abortedText answers, in a rebuilt history, a tool call whose result was
+// never stored (the process died mid-call): the API needs an answer for
+// every call, and this is what the agent says of a call it stopped.
+const abortedText = "Error: command aborted"
+
+// History rebuilds the model's conversation from stored entries: the same
+// messages, with the same tool call ids, that the live session had.
+func History(entries []store.Entry, state store.State) []agent.Message {
+	var msgs []agent.Message
+	from := int64(0)
+	if c := state.Compaction; c != nil {
+		msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: c.Summary})
+		from = c.KeptFromSeq
+		if from == 0 {
+			// None kept: the history goes on after the compaction entry.
+			for _, e := range entries {
+				if e.Kind == store.KindCompaction {
+					from = e.Seq + 1
+				}
+			}
+		}
+	}
+	var open []string
+	answered := map[string]bool{}
+	var notices []string
+	closeCalls := func() {
+		for _, id := range open {
+			if !answered[id] {
+				msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: id, Content: abortedText})
+			}
+		}
+		open = nil
+	}
+	endNotices := func() {
+		if len(notices) > 0 {
+			msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: strings.Join(notices, "\n")})
+			notices = nil
+		}
+	}
+	for _, e := range entries {
+		if e.Seq < from {
+			continue
+		}
+		p, err := e.Decode()
+		if err != nil {
+			continue
+		}
+		switch v := p.(type) {
+		case store.Prompt:
+			closeCalls()
+			endNotices()
+			msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: v.Text})
+		case store.Notice:
+			if v.State == store.NoticeDelivered {
+				closeCalls()
+				notices = append(notices, v.Text)
+			}
+		case store.Assistant:
+			closeCalls()
+			endNotices()
+			m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning}
+			for _, c := range v.ToolCalls {
+				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+				open = append(open, c.ID)
+			}
+			msgs = append(msgs, m)
+		case store.ToolResult:
+			endNotices()
+			answered[v.CallID] = true
+			msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text})
+		}
+	}
+	closeCalls()
+	endNotices()
+	return msgs
+}
+
+// Delete closes the session if it is live here and removes it from the
+// store.
+func (r *Registry) Delete(id string) error {
+	live := r.Close(id) == nil
+	if r.store == nil {
+		if live {
+			return nil
+		}
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	err := r.store.Delete(id)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
+		if live {
+			return nil
+		}
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	case errors.Is(err, store.ErrLocked):
+		return fmt.Errorf("%w: session %s is live in another dsh-acp process; close it there first", ErrBusy, id)
+	}
+	return fmt.Errorf("delete session %s: %w", id, err)
+}
+
+// Info is a session as List shows it.
+type Info struct {
+	ID      string
+	Cwd     string
+	Title   string
+	Updated time.Time
+}
+
+// ListPage is a page of List.
+type ListPage struct {
+	Sessions []Info
+	// NextCursor gets the next page; empty on the last.
+	NextCursor string
+}
+
+// List returns the stored sessions (and, without a store, the live ones),
+// newest first, filtered by cwd when it is not empty. A session live here
+// shows its title and time as they are in memory.
+func (r *Registry) List(cwd, cursor string) (ListPage, error) {
+	if cwd != "" {
+		cwd = filepath.Clean(cwd)
+	}
+	if r.store == nil {
+		if cursor != "" {
+			return ListPage{}, fmt.Errorf("%w: %q", ErrBadCursor, cursor)
+		}
+		return r.listLive(cwd), nil
+	}
+	page, err := r.store.List(store.ListOptions{Cwd: cwd, Cursor: cursor})
+	if errors.Is(err, store.ErrBadCursor) {
+		return ListPage{}, fmt.Errorf("%w: %q", ErrBadCursor, cursor)
+	}
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list sessions: %w", err)
+	}
+	out := ListPage{NextCursor: page.NextCursor, Sessions: make([]Info, 0, len(page.Sessions))}
+	for _, i := range page.Sessions {
+		info := Info{ID: i.ID, Cwd: i.Cwd, Title: i.Title, Updated: i.Updated}
+		if s, err := r.Get(i.ID); err == nil {
+			if t := s.Title(); t != "" {
+				info.Title = t
+			}
+			if u := s.Updated(); u.After(info.Updated) {
+				info.Updated = u
+			}
+			info.Cwd = s.Cwd
+		}
+		out.Sessions = append(out.Sessions, info)
+	}
+	return out, nil
+}
+
+func (r *Registry) listLive(cwd string) ListPage {
+	r.mu.Lock()
+	live := make([]*Session, 0, len(r.byID))
+	for _, s := range r.byID {
+		live = append(live, s)
+	}
+	r.mu.Unlock()
+	var out ListPage
+	for _, s := range live {
+		if cwd != "" && s.Cwd != cwd {
+			continue
+		}
+		out.Sessions = append(out.Sessions, Info{ID: s.ID, Cwd: s.Cwd, Title: s.Title(), Updated: s.Updated()})
+	}
+	sort.Slice(out.Sessions, func(i, j int) bool {
+		a, b := out.Sessions[i], out.Sessions[j]
+		if !a.Updated.Equal(b.Updated) {
+			return a.Updated.After(b.Updated)
+		}
+		return a.ID < b.ID
+	})
+	return out
+}

@@ -1,0 +1,238 @@
+package sessions
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
+)
+
+// notice is a completion notice queued for the next model request; id ties
+// its queued and delivered entries in the store.
+type notice struct {
+	id   string
+	text string
+}
+
+// ConfigModel is the config option id of the session's model.
+const ConfigModel = "model"
+
+// TitleMax bounds a session's title, in characters.
+const TitleMax = 80
+
+// persist appends p to the session's store, if it has one. A failed write
+// is logged, never fatal: the conversation goes on in memory.
+func (s *Session) persist(p store.Payload) {
+	s.mu.Lock()
+	st := s.stored
+	s.updated = time.Now()
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	if _, err := st.Append(p); err != nil && !errors.Is(err, store.ErrClosed) {
+		s.log.Warn("session not stored", zap.String("entry", string(p.Kind())), zap.Error(err))
+	}
+}
+
+// Sync makes what was persisted durable: at every turn boundary and after
+// a change made outside a turn.
+func (s *Session) Sync() {
+	s.mu.Lock()
+	st := s.stored
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	if err := st.Sync(); err != nil {
+		s.log.Warn("session not synced to the store", zap.Error(err))
+	}
+}
+
+// closeStore syncs and releases the session's stored file.
+func (s *Session) closeStore() {
+	s.mu.Lock()
+	st := s.stored
+	s.stored = nil
+	var killed []string
+	for id := range s.running {
+		killed = append(killed, id)
+	}
+	s.running = nil
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	// Closing killed them; their ends may come after the session is gone
+	// from the registry, so they are recorded here.
+	sort.Strings(killed)
+	for _, id := range killed {
+		if _, err := st.Append(store.TaskEnded{ID: id, State: "killed"}); err != nil {
+			s.log.Warn("session not stored", zap.Error(err))
+		}
+	}
+	if err := st.Close(); err != nil {
+		s.log.Warn("closing the stored session failed", zap.Error(err))
+	}
+}
+
+func (s *Session) queueNotice(text string) {
+	n := notice{id: uuid.NewString(), text: text}
+	s.mu.Lock()
+	s.notices = append(s.notices, n)
+	s.mu.Unlock()
+	s.persist(store.Notice{ID: n.id, State: store.NoticeQueued, Text: text})
+}
+
+// AddPrompt records a prompt as it arrives: the text the model is given and
+// the blocks the editor sent (opaque JSON, for replay). The first prompt
+// names the session; AddPrompt returns the title when it set it.
+func (s *Session) AddPrompt(text string, blocks json.RawMessage) (title string, set bool) {
+	s.persist(store.Prompt{Text: text, Blocks: blocks})
+	s.mu.Lock()
+	if s.title == "" {
+		s.title = MakeTitle(text)
+		title, set = s.title, s.title != ""
+	}
+	s.mu.Unlock()
+	if set {
+		s.persist(store.Title{Title: title})
+	}
+	return title, set
+}
+
+// ToolView is what the editor was shown of a finished tool call, kept for
+// replay (all optional).
+type ToolView struct {
+	Title string
+	Kind  string
+	// RawInput and Content are JSON: the call's rawInput and its final
+	// content blocks.
+	RawInput json.RawMessage
+	Status   string
+	Content  json.RawMessage
+}
+
+// AddMessage records a message of a turn as it is produced: the model's
+// messages and the tool results (with view, what the editor saw). User
+// messages other than the prompt are notices, recorded as delivered when
+// drained.
+func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
+	switch m.Role {
+	case agent.RoleAssistant:
+		a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent}
+		for _, c := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		s.persist(a)
+	case agent.RoleTool:
+		r := store.ToolResult{CallID: m.ToolCallID, Text: m.Content, IsError: isError}
+		if view != nil {
+			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content = view.Title, view.Kind, view.RawInput, view.Status, view.Content
+		}
+		s.persist(r)
+	}
+}
+
+// MakeTitle is a session's title from its first prompt: the first
+// non-empty line, at most TitleMax characters, cut at a word when it is
+// longer.
+func MakeTitle(prompt string) string {
+	line := ""
+	for _, l := range strings.Split(prompt, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			line = l
+			break
+		}
+	}
+	line = strings.Join(strings.Fields(line), " ")
+	if utf8.RuneCountInString(line) <= TitleMax {
+		return line
+	}
+	runes := []rune(line)
+	cut := string(runes[:TitleMax])
+	if runes[TitleMax] != ' ' {
+		if i := strings.LastIndexByte(cut, ' '); i > 0 {
+			cut = cut[:i]
+		}
+	}
+	return strings.TrimSpace(cut)
+}
+
+// Title returns the session's title; empty until the first prompt.
+func (s *Session) Title() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.title
+}
+
+// Updated is when the session last changed in this process (zero if not
+// since it was created or loaded).
+func (s *Session) Updated() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.updated
+}
+
+// Model returns the session's model option; empty means the configured
+// default.
+func (s *Session) Model() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model
+}
+
+// SetModel sets the model used from the next model request, persisted at
+// once. The caller checks the value.
+func (s *Session) SetModel(model string) {
+	s.mu.Lock()
+	changed := s.model != model
+	s.model = model
+	s.mu.Unlock()
+	if changed {
+		s.persist(store.Config{OptionID: ConfigModel, Value: model})
+		s.Sync()
+	}
+}
+
+// TaskGone reports whether id was a task of this session in the process
+// that ran it before this one: it was stopped when that process ended.
+func (s *Session) TaskGone(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gone[id]
+}
+
+// TaskStarted records that a background task of the session started.
+func (r *Registry) TaskStarted(sessionID, taskID, command string) {
+	if s, err := r.Get(sessionID); err == nil {
+		s.mu.Lock()
+		if s.running == nil {
+			s.running = map[string]bool{}
+		}
+		s.running[taskID] = true
+		s.mu.Unlock()
+		s.persist(store.TaskStarted{ID: taskID, Command: command})
+	}
+}
+
+// TaskEnded records that a background task of the session ended.
+func (r *Registry) TaskEnded(sessionID, taskID, state string) {
+	if s, err := r.Get(sessionID); err == nil {
+		s.mu.Lock()
+		delete(s.running, taskID)
+		s.mu.Unlock()
+		s.persist(store.TaskEnded{ID: taskID, State: state})
+	}
+}
+
+// Persistent reports whether sessions are stored.
+func (r *Registry) Persistent() bool { return r.store != nil }
