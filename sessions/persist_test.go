@@ -1,0 +1,89 @@
+package sessions_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
+)
+
+func TestMakeTitle(t *testing.T) {
+	long := strings.Repeat("word ", 30)
+	for _, tc := range []struct{ in, want string }{
+		{"fix the build\nand more", "fix the build"},
+		{"\n\n  spaced   out  \n", "spaced out"},
+		{long, strings.TrimSpace(strings.Repeat("word ", 16))},
+		{strings.Repeat("x", 100), strings.Repeat("x", 80)},
+	} {
+		got := sessions.MakeTitle(tc.in)
+		if got != tc.want || len([]rune(got)) > sessions.TitleMax {
+			t.Errorf("MakeTitle(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// A session stored, reopened: the history is the live one; a call whose
+// result was never written (killed mid-call) is answered "aborted", and
+// the notices delivered in a request come back as its one user message.
+func TestHistoryFromStore(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.New(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(sessions.Options{Store: st})
+	s, err := reg.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []agent.Message{
+		{Role: agent.RoleUser, Content: "hello"},
+		{Role: agent.RoleAssistant, ReasoningContent: "think", ToolCalls: []agent.ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}, {ID: "c2", Name: "bash", Arguments: `{`}}},
+		{Role: agent.RoleTool, ToolCallID: "c1", Content: "a\nb"},
+	}
+	s.AddPrompt(msgs[0].Content, nil)
+	s.AddMessage(msgs[1], nil, false)
+	s.AddMessage(msgs[2], &sessions.ToolView{Title: "ls", Kind: "execute", Status: "completed"}, false)
+	reg.Notify(s.ID, "n1")
+	reg.Notify(s.ID, "n2")
+	s.DrainNotices()
+	s.Remember("go test")
+	if err := s.SetMode(sessions.ModeAuto); err != nil {
+		t.Fatal(err)
+	}
+	reg.Notify(s.ID, "pending")
+	if err := reg.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	reg2 := sessions.New(sessions.Options{Store: st})
+	cwd := t.TempDir()
+	l, err := reg2.Open(s.ID, cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(msgs,
+		agent.Message{Role: agent.RoleTool, ToolCallID: "c2", Content: "Error: command aborted"},
+		agent.Message{Role: agent.RoleUser, Content: "n1\nn2"})
+	if diff := cmp.Diff(want, l.Session.History()); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	if l.Session.Cwd != cwd || l.Session.Mode() != sessions.ModeAuto || !l.Session.Remembered()["go test"] || l.Session.Title() != "hello" {
+		t.Errorf("settings: cwd %q mode %q allowed %v title %q", l.Session.Cwd, l.Session.Mode(), l.Session.Remembered(), l.Session.Title())
+	}
+	if got := l.Session.DrainNotices(); !cmp.Equal(got, []string{"pending"}) {
+		t.Errorf("undelivered notices %q", got)
+	}
+	again, err := reg2.Open(s.ID, cwd)
+	if err != nil || !again.WasLive || again.Session != l.Session {
+		t.Errorf("second open = %+v, %v; want the live session", again, err)
+	}
+	if _, err := sessions.New(sessions.Options{Store: st}).Open("nope", cwd); err == nil {
+		t.Error("open of an unknown id succeeded")
+	}
+	reg2.CloseAll()
+}
