@@ -67,7 +67,7 @@ func TestLoadAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	prov := script{
 		"first line of the prompt\nmore": steps(bash("call_1", "echo hi"), text("done")),
-		"again":                           steps(text("again done")),
+		"again":                          steps(text("again done")),
 	}
 	rec1 := &requests{p: prov}
 	h1 := newHarness(t, harnessOptions{provider: rec1, store: newStore(t, dir), models: fixedModels{"test-model", "other-model"}})
