@@ -3,7 +3,6 @@ package sessions
 import (
 	"encoding/json"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -62,23 +61,12 @@ func (s *Session) closeStore() {
 	s.mu.Lock()
 	st := s.stored
 	s.stored = nil
-	var killed []string
-	for id := range s.running {
-		killed = append(killed, id)
-	}
-	s.running = nil
 	s.mu.Unlock()
 	if st == nil {
 		return
 	}
-	// Closing killed them; their ends may come after the session is gone
-	// from the registry, so they are recorded here.
-	sort.Strings(killed)
-	for _, id := range killed {
-		if _, err := st.Append(store.TaskEnded{ID: id, State: "killed"}); err != nil {
-			s.log.Warn("session not stored", zap.Error(err))
-		}
-	}
+	// Tasks still running are killed with the session and are not marked
+	// ended: a later load tells the model they are gone.
 	if err := st.Close(); err != nil {
 		s.log.Warn("closing the stored session failed", zap.Error(err))
 	}
@@ -214,12 +202,6 @@ func (s *Session) TaskGone(id string) bool {
 // TaskStarted records that a background task of the session started.
 func (r *Registry) TaskStarted(sessionID, taskID, command string) {
 	if s, err := r.Get(sessionID); err == nil {
-		s.mu.Lock()
-		if s.running == nil {
-			s.running = map[string]bool{}
-		}
-		s.running[taskID] = true
-		s.mu.Unlock()
 		s.persist(store.TaskStarted{ID: taskID, Command: command})
 	}
 }
@@ -227,9 +209,6 @@ func (r *Registry) TaskStarted(sessionID, taskID, command string) {
 // TaskEnded records that a background task of the session ended.
 func (r *Registry) TaskEnded(sessionID, taskID, state string) {
 	if s, err := r.Get(sessionID); err == nil {
-		s.mu.Lock()
-		delete(s.running, taskID)
-		s.mu.Unlock()
 		s.persist(store.TaskEnded{ID: taskID, State: state})
 	}
 }

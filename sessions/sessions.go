@@ -237,7 +237,6 @@ type Session struct {
 	title   string
 	model   string
 	gone    map[string]bool
-	running map[string]bool
 	updated time.Time
 }
 

@@ -45,6 +45,8 @@ import (
 //     it equals system-prompt.txt with that cwd; a request repeating the
 //     previous request of its tag says so instead of repeating the messages.
 //
+//  8. A session's updatedAt (session/list) becomes $TIME.
+//
 // Frames are grouped: the connection (initialize, session/new, frames
 // naming no session) first, then each session in order of first
 // appearance; within a group frames keep their order, and a response goes
@@ -100,6 +102,10 @@ func (n *normaliser) value(v any) any {
 		sort.Strings(keys)
 		out := make(map[string]any, len(x))
 		for _, k := range keys {
+			if _, ok := x[k].(string); ok && k == "updatedAt" {
+				out[k] = "$TIME" // rule 8
+				continue
+			}
 			out[n.str(k)] = n.value(x[k])
 		}
 		return out

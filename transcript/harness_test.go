@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,9 +37,13 @@ type harness struct {
 	root string
 	ctx  context.Context
 
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	exitCode int // valid once exited is closed
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	exitCode   int // valid once exited is closed
+	scriptPath string
+	extraFlags []string
+	// earlier are the trackers of processes a restart step stopped.
+	earlier []*tracker
 	stderr   lockedBuffer
 	// clientLog collects the JSON-RPC client's own complaints.
 	clientLog lockedBuffer
@@ -126,9 +132,33 @@ func start(t *testing.T, ctx context.Context, sc *scenario, root string) *harnes
 	if err := os.WriteFile(scriptPath, sc.script, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	h.scriptPath = scriptPath
+	if sc.models != nil {
+		// A real endpoint on 127.0.0.1 for the model list; the turns still
+		// come from the script.
+		body := sc.models
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if string(body) == "404" || r.Method != http.MethodGet || r.URL.Path != "/v1/models" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		}))
+		t.Cleanup(srv.Close)
+		h.extraFlags = []string{"--base-url=" + srv.URL + "/v1"}
+	}
+	h.spawn()
+	return h
+}
 
+// spawn starts the binary and connects a client; a restart step calls it
+// again on the same $TMP (and so the same state directory, under HOME).
+func (h *harness) spawn() {
+	t, root, scriptPath, sc := h.t, h.root, h.scriptPath, h.sc
+	h.exited = make(chan struct{})
 	token := randomToken()
-	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug"}, sc.flags...)
+	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug"}, append(sc.flags, h.extraFlags...)...)
 	h.cmd = exec.Command(binPath, args...)
 	h.cmd.Dir = root
 	// No API key of any name; spill files land under $TMP/tmp.
@@ -156,13 +186,15 @@ func start(t *testing.T, ctx context.Context, sc *scenario, root string) *harnes
 	}
 	inR.Close()
 	outW.Close()
+	cmd, exited := h.cmd, h.exited
 	go func() {
-		err := h.cmd.Wait()
-		h.exitCode = h.cmd.ProcessState.ExitCode()
+		err := cmd.Wait()
+		// Read only after exited is closed, which orders it.
+		h.exitCode = cmd.ProcessState.ExitCode()
 		if err != nil && h.exitCode == 0 {
 			h.exitCode = -1
 		}
-		close(h.exited)
+		close(exited)
 	}()
 	h.tracker = newTracker(h.cmd.Process.Pid, token)
 	startTracking(h.tracker)
@@ -170,7 +202,6 @@ func start(t *testing.T, ctx context.Context, sc *scenario, root string) *harnes
 	h.in = &teeWriter{wire: h.wire, w: inW}
 	stream := &stdio{teeReader: &teeReader{wire: h.wire, r: outR}, teeWriter: h.in}
 	h.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(stream), h, jsonrpc2.SetLogger(log.New(&h.clientLog, "client: ", 0)))
-	return h
 }
 
 func randomToken() string {

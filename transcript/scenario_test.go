@@ -16,6 +16,9 @@ import (
 //	comment        what the scenario shows (the txtar comment)
 //	flags          extra dsh-acp flags, one per line (optional)
 //	script.jsonl   the model turns, given to --script
+//	restart.jsonl  the model turns after a restart step (optional)
+//	models         GET /v1/models's answer from a local endpoint, or 404
+//	               (optional; the binary gets --base-url pointing at it)
 //	steps          what the client does, one JSON object per line
 //	files/<path>   files created under $TMP before the binary starts
 //
@@ -26,7 +29,13 @@ type scenario struct {
 	comment string
 	flags   []string
 	script  []byte
-	steps   []step
+	// restartScript is the script the binary gets after a restart step
+	// (a new process starts every tag's cursor again); nil means script.
+	restartScript []byte
+	steps         []step
+	// models is what a local endpoint answers to GET /v1/models ("404" for
+	// no such route); nil means no endpoint (no --base-url).
+	models []byte
 	files   map[string][]byte
 }
 
@@ -89,6 +98,10 @@ func parseScenario(name string, data []byte, root string) (*scenario, error) {
 			}
 		case f.Name == "script.jsonl":
 			sc.script = body
+		case f.Name == "models":
+			sc.models = bytes.TrimSpace(body)
+		case f.Name == "restart.jsonl":
+			sc.restartScript = body
 		case f.Name == "steps":
 			steps, err := parseSteps(body)
 			if err != nil {
@@ -111,7 +124,7 @@ var knownOps = map[string]bool{
 	"initialize": true, "new_session": true, "set_mode": true, "prompt": true, "wait": true,
 	"cancel": true, "close_session": true, "await_update": true, "permission": true, "raw": true,
 	"request": true, "close_stdin": true, "expect_exit": true, "write_file": true, "wait_file": true,
-	"expect_no_file": true, "expect_gone": true, "check_spill": true,
+	"expect_no_file": true, "expect_gone": true, "check_spill": true, "restart": true, "tear": true,
 }
 
 func parseSteps(b []byte) ([]step, error) {

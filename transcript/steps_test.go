@@ -165,6 +165,17 @@ func (h *harness) do(s step) error {
 		return h.expectGone(s.Pids)
 	case "check_spill":
 		return h.checkSpill(s.Equals)
+	case "restart":
+		return h.restart()
+	case "tear":
+		// The agent killed mid-write: half a line at the end of the
+		// session's file.
+		f, err := os.OpenFile(filepath.Join(h.root, "home", ".local", "state", "dsh-acp", "sessions", h.sid(s.Session)+".jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(`{"seq":999,"kind":"prompt","da`)
+		return errors.Join(err, f.Close())
 	}
 	return fmt.Errorf("unknown op %q", s.Op)
 }
@@ -459,6 +470,43 @@ func (h *harness) checkSpill(equalsCmd string) error {
 	if !checked {
 		return fmt.Errorf("no stdout spill file among %q", paths)
 	}
+	return nil
+}
+
+// restart stops the binary as an editor does (stdin closed: it must exit 0
+// and leave no process behind) and starts it again on the same $TMP, so on
+// the same state directory. Aliases stay: a loaded session keeps its id.
+func (h *harness) restart() error {
+	h.in.Close()
+	if err := h.waitExit(); err != nil {
+		return err
+	}
+	if h.exitCode != 0 {
+		return fmt.Errorf("dsh-acp exited with code %d before the restart, want 0", h.exitCode)
+	}
+	select {
+	case <-h.conn.DisconnectNotify():
+	case <-time.After(exitTimeout):
+		return errors.New("the client did not see stdout close")
+	}
+	h.conn.Close()
+	stopTracking(h.tracker)
+	var pids []int
+	starts := map[int]uint64{}
+	for pid, st := range h.tracker.seenPids() {
+		pids = append(pids, pid)
+		starts[pid] = st.start
+	}
+	if err := h.waitGone(pids, starts, exitGrace); err != nil {
+		return fmt.Errorf("processes left behind by the first process: %w", err)
+	}
+	if h.sc.restartScript != nil {
+		h.scriptPath = filepath.Join(h.root, "restart.jsonl")
+		if err := os.WriteFile(h.scriptPath, h.sc.restartScript, 0o644); err != nil {
+			return err
+		}
+	}
+	h.spawn()
 	return nil
 }
 
