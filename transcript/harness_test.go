@@ -44,7 +44,7 @@ type harness struct {
 	extraFlags []string
 	// earlier are the trackers of processes a restart step stopped.
 	earlier []*tracker
-	stderr   lockedBuffer
+	stderr  lockedBuffer
 	// clientLog collects the JSON-RPC client's own complaints.
 	clientLog lockedBuffer
 	logPath   string

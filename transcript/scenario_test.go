@@ -36,7 +36,7 @@ type scenario struct {
 	// models is what a local endpoint answers to GET /v1/models ("404" for
 	// no such route); nil means no endpoint (no --base-url).
 	models []byte
-	files   map[string][]byte
+	files  map[string][]byte
 }
 
 // step is one line of the steps file; which fields apply depends on Op
