@@ -14,6 +14,8 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
 // The benchmarks of a newcomer's experience: start-up, session/new, a prompt
@@ -23,12 +25,22 @@ import (
 
 // BenchmarkStartup measures launching the binary until its initialize answer
 // arrives: what an editor waits for before it can show the agent.
+// With stored=1000 the state directory holds a thousand sessions: start-up
+// reads none of them.
 func BenchmarkStartup(b *testing.B) {
+	for _, n := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("stored=%d", n), func(b *testing.B) { benchStartup(b, n) })
+	}
+}
+
+func benchStartup(b *testing.B, stored int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	script := benchScript(b, 0)
+	dir := b.TempDir()
+	fillStore(b, dir, stored)
 	for b.Loop() {
-		p := startProc(b, "--script", script)
+		p := startProc(b, "--script", script, "--state-dir", dir)
 		p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
 		b.StopTimer()
 		p.stdin.Close()
@@ -46,9 +58,13 @@ type inProcess struct {
 	stop func()
 }
 
-func startInProcess(b *testing.B, script string) *inProcess {
+func startInProcess(b *testing.B, script string, persist bool, stateDir ...string) *inProcess {
 	b.Helper()
-	cfg := &config{script: script, maxRequests: 100, timeout: 2 * time.Minute, maxTimeout: 10 * time.Minute, logLevel: "error"}
+	cfg := &config{script: script, maxRequests: 100, timeout: 2 * time.Minute, maxTimeout: 10 * time.Minute, logLevel: "error",
+		stateDir: b.TempDir(), noPersist: !persist}
+	if len(stateDir) > 0 {
+		cfg.stateDir = stateDir[0]
+	}
 	a, err := newApp(cfg, zap.NewNop())
 	if err != nil {
 		b.Fatal(err)
@@ -76,7 +92,7 @@ func startInProcess(b *testing.B, script string) *inProcess {
 
 // BenchmarkNewSession measures session/new from a client over pipes.
 func BenchmarkNewSession(b *testing.B) {
-	ip := startInProcess(b, benchScript(b, 0))
+	ip := startInProcess(b, benchScript(b, 0), true)
 	defer ip.stop()
 	dir := b.TempDir()
 	ctx := context.Background()
@@ -90,9 +106,20 @@ func BenchmarkNewSession(b *testing.B) {
 
 // BenchmarkPromptOneToolCall measures a whole prompt whose scripted model
 // asks for one command (`true`) and then answers: two model turns, one
-// process, and every session/update, over pipes.
+// process, and every session/update, over pipes; stored (the default) and
+// with --no-persist, for the cost of persistence (an fsync per turn).
 func BenchmarkPromptOneToolCall(b *testing.B) {
-	ip := startInProcess(b, benchScript(b, b.N))
+	for _, persist := range []bool{true, false} {
+		name := "store"
+		if !persist {
+			name = "no-persist"
+		}
+		b.Run(name, func(b *testing.B) { benchPrompt(b, persist) })
+	}
+}
+
+func benchPrompt(b *testing.B, persist bool) {
+	ip := startInProcess(b, benchScript(b, b.N), persist)
 	defer ip.stop()
 	ctx := context.Background()
 	s, err := ip.conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: b.TempDir(), McpServers: []acpsdk.McpServer{}})
@@ -173,4 +200,90 @@ func benchScript(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// fillStore stores n sessions of a few entries each in dir.
+func fillStore(b *testing.B, dir string, n int) {
+	b.Helper()
+	if n == 0 {
+		return
+	}
+	st, err := store.New(store.Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cwd := b.TempDir()
+	for i := range n {
+		s, err := st.Create(fmt.Sprintf("bench-%04d", i), cwd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range []store.Payload{store.Prompt{Text: "hello"}, store.Title{Title: "hello"}, store.Assistant{Text: "hi"}} {
+			if _, err := s.Append(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListSessions measures session/list (a first page of 50) over
+// 1,000 stored sessions, over pipes.
+func BenchmarkListSessions(b *testing.B) {
+	dir := b.TempDir()
+	fillStore(b, dir, 1000)
+	ip := startInProcess(b, benchScript(b, 0), true, dir)
+	defer ip.stop()
+	ctx := context.Background()
+	for b.Loop() {
+		resp, err := ip.conn.ListSessions(ctx, acpsdk.ListSessionsRequest{})
+		if err != nil || len(resp.Sessions) != 50 {
+			b.Fatalf("list: %d sessions, %v", len(resp.Sessions), err)
+		}
+	}
+}
+
+// BenchmarkLoadSession measures session/load of a session of 500 entries
+// (the replay included, to a client that discards it), then its close.
+func BenchmarkLoadSession(b *testing.B) {
+	dir := b.TempDir()
+	st, err := store.New(store.Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cwd := b.TempDir()
+	s, err := st.Create("bench-load", cwd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 500; i += 5 {
+		id := fmt.Sprintf("call_%d", i)
+		for _, p := range []store.Payload{
+			store.Prompt{Text: "run the tests please"},
+			store.Assistant{Reasoning: "Run them.", ToolCalls: []store.ToolCall{{ID: id, Name: "bash", Arguments: `{"command":"go test ./...","description":"Run the tests"}`}}},
+			store.ToolResult{CallID: id, Text: strings.Repeat("ok  \tpkg\t0.1s\n", 20), Title: "go test ./...", ToolKind: "execute", Status: "completed"},
+			store.Assistant{Text: "All tests pass."},
+			store.Usage{Used: 1000, Size: 64000},
+		} {
+			if _, err := s.Append(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	ip := startInProcess(b, benchScript(b, 0), true, dir)
+	defer ip.stop()
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := ip.conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: "bench-load", Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ip.conn.CloseSession(ctx, acpsdk.CloseSessionRequest{SessionId: "bench-load"}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
