@@ -41,9 +41,9 @@ type config struct {
 	version      bool
 	// spillDir is $TMPDIR, the parent of the executor's spill directory;
 	// empty means os.TempDir().
-	spillDir string
-	stateDir     string
-	noPersist    bool
+	spillDir  string
+	stateDir  string
+	noPersist bool
 	// getenv is the environment the config was parsed from (the default
 	// state directory is looked up from it when a store is opened).
 	getenv env
