@@ -41,8 +41,11 @@ type Session struct {
 	size int64
 	// unsynced: bytes were written to f since its last fsync.
 	unsynced bool
-	seq      int64
-	meta     meta
+	// dirUnsynced: the file's directory entry is not yet durable (a
+	// created session before its first Sync).
+	dirUnsynced bool
+	seq         int64
+	meta        meta
 	// metaDirty: meta changed since the sidecar was last written.
 	metaDirty bool
 	closed    bool
@@ -60,7 +63,9 @@ type meta struct {
 }
 
 // Create stores a new session with this id and cwd and returns it open.
-// The header is durable when Create returns. An id already stored is
+// The header is durable at the session's first Sync (a turn boundary): a
+// session/new answered in microseconds matters more than a session that
+// never had a prompt. An id already stored is
 // ErrExists; one that cannot name a file is ErrBadID.
 func (s *Store) Create(id, cwd string) (*Session, error) {
 	if !validID(id) {
@@ -112,21 +117,17 @@ func (s *Store) create(id, cwd string) (*Session, error) {
 		os.Remove(path)
 		return nil, err
 	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
 	sess := &Session{
-		store:  s,
-		id:     id,
-		header: h,
-		f:      f,
-		size:   int64(len(line)),
-		meta:   meta{Format: Format, Version: Version, ID: id, Cwd: cwd, Created: now, Updated: now},
+		unsynced:    true,
+		dirUnsynced: true,
+		store:       s,
+		id:          id,
+		header:      h,
+		f:           f,
+		size:        int64(len(line)),
+		meta:        meta{Format: Format, Version: Version, ID: id, Cwd: cwd, Created: now, Updated: now},
 	}
 	if err := sess.writeMeta(); err != nil {
-		return nil, err
-	}
-	if err := syncDir(s.sessionsDir()); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -386,6 +387,12 @@ func (sess *Session) sync() error {
 			return fmt.Errorf("sync session %s: %w", sess.id, err)
 		}
 		sess.unsynced = false
+	}
+	if sess.dirUnsynced {
+		if err := syncDir(sess.store.sessionsDir()); err != nil {
+			return fmt.Errorf("sync session %s: %w", sess.id, err)
+		}
+		sess.dirUnsynced = false
 	}
 	if sess.metaDirty {
 		if err := sess.writeMeta(); err != nil {
