@@ -37,6 +37,8 @@ type Options struct {
 	Loop *agent.Loop
 	// Rules are the --allow/--deny rules checked before anyone is asked.
 	Rules permission.Rules
+	// MCP configures the MCP servers of each session.
+	MCP MCPOptions
 	// Name and Version are advertised in initialize.
 	Name    string
 	Version string

@@ -56,6 +56,9 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 			return agent.Approval{Message: fmt.Sprintf("Error: permission denied: the %s matches the deny rule %q; it was not run", deniedWhat(sub), d.Rule)}, nil
 		case d.Verdict == permission.Allow, s.Mode() == sessions.ModeAuto:
 			return agent.Approval{Allowed: true}, nil
+		case sub.Kind == tools.ToolKey && a.opts.MCP.AllowReadOnly && mcpOf(s) != nil && mcpOf(s).readOnly(call):
+			log.Info("read-only mcp tool allowed", zap.String("tool", sub.Text))
+			return agent.Approval{Allowed: true}, nil
 		}
 		keys, name := always(sub)
 		return a.ask(ctx, s, conn, call, keys, name, log)

@@ -9,8 +9,9 @@ import (
 
 // Initialize negotiates the protocol version and advertises only what we
 // really do: text prompts with embedded context (no images or audio, which
-// the model path does not carry), session/close and list, and — when
-// sessions are stored — session/load, resume and delete.
+// the model path does not carry), MCP servers over stdio and streamable
+// HTTP, session/close and list, and — when sessions are stored —
+// session/load, resume and delete.
 func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp acpsdk.InitializeResponse, err error) {
 	defer a.recoverTo("initialize", &err)
 	terminal := false
@@ -41,6 +42,7 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 		AgentCapabilities: acpsdk.AgentCapabilities{
 			LoadSession:         stored,
 			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true},
+			McpCapabilities:     acpsdk.McpCapabilities{Http: true},
 			SessionCapabilities: caps,
 		},
 		AuthMethods: []acpsdk.AuthMethod{},

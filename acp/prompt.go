@@ -52,11 +52,13 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	a.mu.Unlock()
 	ui := newTurnUI(conn, p.SessionId, terminal, a.opts.UpdateTicker, context.WithoutCancel(ctx), log)
 	defer ui.close()
+	emit, flushNotes := a.mcpNotes(s, ui)
 
 	log.Info("prompt started")
 	rec := &recorder{a: a, ctx: ctx, s: s, blocks: p.Prompt}
 	out, runErr := a.opts.Loop.Run(tctx, agent.Turn{
 		Caller:   tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone},
+		Extra:    s.Tools(),
 		History:  s.History(),
 		Prompt:   promptText(p.Prompt),
 		Model:    s.Model(),
@@ -65,9 +67,10 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		Record:   rec.record,
 		Emit: func(e agent.Event) {
 			rec.observe(e)
-			ui.handle(e)
+			emit(e)
 		},
 	})
+	flushNotes()
 	// History is appended before end() lets a superseding turn start, so the
 	// next turn sees this one's messages; the store is synced at this turn
 	// boundary, however the turn ended.

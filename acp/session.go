@@ -25,9 +25,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (res
 	}
 	log := a.sessionLogger(s.ID)
 	log.Info("session created", zap.String("cwd", s.Cwd))
-	if len(p.McpServers) > 0 {
-		log.Warn("mcpServers are not supported yet; ignoring them", zap.Int("count", len(p.McpServers)))
-	}
+	a.startServers(s, p.McpServers)
 	return acpsdk.NewSessionResponse{
 		SessionId:     acpsdk.SessionId(s.ID),
 		Modes:         modeState(s),

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -101,9 +102,23 @@ type Loop struct {
 	Logger *zap.Logger
 }
 
+// ToolSource offers a session's own tools (its MCP servers') beside the
+// loop's. It is read before every model request, so a list that changed
+// during a turn reaches the next request.
+type ToolSource interface {
+	// Tools are offered after Loop.Tools, in this order.
+	Tools() []tools.Tool
+	// Lookup finds a tool of the source by name, including one it offered
+	// and no longer does (its call then is an error result that says why);
+	// false for a name the source never had.
+	Lookup(name string) (tools.Tool, bool)
+}
+
 // Turn is one prompt's input.
 type Turn struct {
 	Caller tools.Caller
+	// Extra is the session's own tools; nil means only Loop.Tools.
+	Extra ToolSource
 	// History is the conversation so far, without the system prompt.
 	History []Message
 	// Prompt is the user's message text.
@@ -151,10 +166,19 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		emit = func(Event) {}
 	}
 	byName := make(map[string]tools.Tool, len(l.Tools))
-	specs := make([]ToolSpec, 0, len(l.Tools))
+	base := make([]ToolSpec, 0, len(l.Tools))
 	for _, tl := range l.Tools {
 		byName[tl.Name()] = tl
-		specs = append(specs, ToolSpec{Name: tl.Name(), Description: tl.Description(), Parameters: tl.Schema()})
+		base = append(base, specOf(tl))
+	}
+	lookup := func(name string) (tools.Tool, bool) {
+		if tl, ok := byName[name]; ok {
+			return tl, true
+		}
+		if t.Extra != nil {
+			return t.Extra.Lookup(name)
+		}
+		return nil, false
 	}
 	system := Message{Role: RoleSystem, Content: SystemPrompt(t.Caller.Cwd, l.OS)}
 
@@ -177,6 +201,15 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			if notes := t.Notices(); len(notes) > 0 {
 				out.Messages = append(out.Messages, Message{Role: RoleUser, Content: strings.Join(notes, "\n")})
 				record(out.Messages[len(out.Messages)-1])
+			}
+		}
+		specs := base
+		if t.Extra != nil {
+			specs = slices.Clip(base)
+			for _, tl := range t.Extra.Tools() {
+				if _, clash := byName[tl.Name()]; !clash {
+					specs = append(specs, specOf(tl))
+				}
 			}
 		}
 		req := Request{Model: t.Model, Tools: specs}
@@ -225,7 +258,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			}
 			return out, nil
 		}
-		results, cancelled := l.runCalls(ctx, t, byName, msg.ToolCalls, emit, record, log)
+		results, cancelled := l.runCalls(ctx, t, lookup, msg.ToolCalls, emit, record, log)
 		out.Messages = append(out.Messages, results...)
 		if cancelled {
 			out.Stop = StopCancelled
@@ -245,13 +278,13 @@ const abortedText = "Error: command aborted"
 // runCalls runs the calls in order and returns one tool message per call.
 // Every call gets an answer — the API requires it — even when the turn is
 // cancelled part-way.
-func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Tool, calls []ToolCall, emit func(Event), record func(Message), log *zap.Logger) ([]Message, bool) {
+func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.Tool, bool), calls []ToolCall, emit func(Event), record func(Message), log *zap.Logger) ([]Message, bool) {
 	infos := make([]CallInfo, len(calls))
 	prepared := make([]tools.Prepared, len(calls))
 	known := make([]bool, len(calls))
 	for i, c := range calls {
 		var tl tools.Tool
-		tl, known[i] = byName[c.Name]
+		tl, known[i] = lookup(c.Name)
 		if known[i] {
 			// The one place the arguments are read for this call: the
 			// description, the subject and the run all come from it.
@@ -310,6 +343,10 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, byName map[string]tools.Too
 		}
 	}
 	return msgs, cancelled
+}
+
+func specOf(tl tools.Tool) ToolSpec {
+	return ToolSpec{Name: tl.Name(), Description: tl.Description(), Parameters: tl.Schema()}
 }
 
 // rawArgs turns the model's arguments text into a JSON value for the tool:

@@ -183,6 +183,11 @@ func (r *Registry) Close(id string) error {
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	<-s.close()
+	// After the last turn ended, so no call of the session's own tools is
+	// still running when they go.
+	if x := s.takeTools(); x != nil {
+		x.Close()
+	}
 	if r.onClose != nil {
 		r.onClose(id)
 	}
@@ -238,6 +243,8 @@ type Session struct {
 	model   string
 	gone    map[string]bool
 	updated time.Time
+	// tools is the session's own tool source; nil when it has none.
+	tools Tools
 }
 
 type turn struct {
@@ -320,6 +327,43 @@ func (s *Session) close() <-chan struct{} {
 		s.current.cancel(ErrClosed)
 	}
 	return s.lastDone
+}
+
+// Tools is a session's own tool source (its MCP servers), owned by the
+// session: Registry.Close closes it once the session's last turn ended.
+type Tools interface {
+	agent.ToolSource
+	// Close stops the source and returns when everything it started is gone.
+	Close()
+}
+
+// SetTools gives the session its own tool source and returns the one it
+// replaces (the caller closes that), nil if none. On a closed session it
+// fails with ErrClosed and the caller closes t.
+func (s *Session) SetTools(t Tools) (Tools, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	prev := s.tools
+	s.tools = t
+	return prev, nil
+}
+
+// Tools returns the session's own tool source; nil when it has none.
+func (s *Session) Tools() Tools {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+func (s *Session) takeTools() Tools {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tools
+	s.tools = nil
+	return t
 }
 
 // History returns a copy of the conversation so far.

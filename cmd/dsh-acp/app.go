@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
+	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -200,7 +201,16 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			OS:          runtime.GOOS,
 			Logger:      log.Named("agent"),
 		},
-		Rules:   permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
+		Rules: permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
+		MCP: acp.MCPOptions{
+			Servers: mcptool.Options{
+				StartTimeout: cfg.mcpStartTimeout,
+				CallTimeout:  cfg.mcpTimeout,
+				SpillDir:     cfg.spillDir,
+				OnGroup:      onGroup(watchdog, log),
+			},
+			AllowReadOnly: cfg.allowMCPReadOnly,
+		},
 		Version: version,
 		Model:   modelName(cfg),
 		Models:  newModelLister(cfg),
@@ -220,6 +230,38 @@ func (a *app) close() error {
 		a.closeErr = errors.Join(a.toolset.Close(), a.exec.Close(), closeAll(a.closers))
 	})
 	return a.closeErr
+}
+
+// groupRegistry is the watchdog that kills registered process groups even
+// when the agent itself is killed (SIGKILL leaves no chance to clean up).
+//
+// HOOK(watchdog): the process issue's watchdog implements this; set
+// watchdog to it and every stdio MCP server's group is registered while it
+// runs. Until then it is nil and MCP servers are killed only by the
+// session's and the agent's orderly close.
+type groupRegistry interface {
+	// Register adds a process group the watchdog must kill if the agent
+	// dies; Unregister removes it once the group is gone.
+	Register(pgid int)
+	Unregister(pgid int)
+}
+
+// watchdog is nil until the watchdog exists (see groupRegistry).
+var watchdog groupRegistry
+
+// onGroup is mcptool's OnGroup for reg; nil when there is no watchdog.
+func onGroup(reg groupRegistry, log *zap.Logger) func(pgid int, started bool) {
+	if reg == nil {
+		return nil
+	}
+	return func(pgid int, started bool) {
+		if started {
+			reg.Register(pgid)
+		} else {
+			reg.Unregister(pgid)
+		}
+		log.Debug("mcp server process group", zap.Int("pgid", pgid), zap.Bool("running", started))
+	}
 }
 
 func closeAll(fns []func() error) error {

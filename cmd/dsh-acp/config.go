@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
 
 // stringList is a repeatable string flag.
@@ -47,6 +48,10 @@ type config struct {
 	// getenv is the environment the config was parsed from (the default
 	// state directory is looked up from it when a store is opened).
 	getenv env
+
+	mcpStartTimeout  time.Duration
+	mcpTimeout       time.Duration
+	allowMCPReadOnly bool
 
 	// exec only
 	// headless: the output is for a person (exec), so logs go to stderr
@@ -92,6 +97,9 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	def := executor.DefaultLimits()
 	fs.DurationVar(&cfg.timeout, "timeout", def.DefaultTimeout, "default timeout of a foreground command")
 	fs.DurationVar(&cfg.maxTimeout, "max-timeout", def.MaxTimeout, "largest timeout a command may ask for")
+	fs.DurationVar(&cfg.mcpStartTimeout, "mcp-start-timeout", mcptool.DefaultStartTimeout, "time an MCP server of the editor's has to start and list its tools")
+	fs.DurationVar(&cfg.mcpTimeout, "mcp-timeout", mcptool.DefaultCallTimeout, "time one MCP tool call may take")
+	fs.BoolVar(&cfg.allowMCPReadOnly, "allow-mcp-readonly", false, "in Ask mode, run MCP tools their server annotates read-only without asking (--deny still applies)")
 	fs.StringVar(&cfg.logFile, "log-file", "", "write logs to `PATH` instead of stderr")
 	fs.StringVar(&cfg.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error (default warn on stderr, info with --log-file)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
@@ -232,6 +240,9 @@ func (c *config) validate() error {
 	}
 	if c.resume != "" && c.noPersist {
 		return errors.New("--resume needs the store: drop --no-persist")
+	}
+	if c.mcpStartTimeout <= 0 || c.mcpTimeout <= 0 {
+		return errors.New("--mcp-start-timeout and --mcp-timeout must be positive")
 	}
 	switch c.logLevel {
 	case "", "debug", "info", "warn", "error":
