@@ -33,6 +33,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(mcpModeEnv); mode != "" {
+		os.Exit(mcpChildMain(mode))
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -376,6 +379,9 @@ type harnessOptions struct {
 	store *store.Store
 	// models lists the model option's values; nil means the default only.
 	models acp.ModelLister
+	// mcp configures the sessions' MCP servers (a short kill grace is
+	// added when zero).
+	mcp acp.MCPOptions
 }
 
 type harness struct {
@@ -388,6 +394,8 @@ type harness struct {
 	init   acpsdk.InitializeResponse
 	// toAgent is the agent's stdin; closing it is a disconnect.
 	toAgent io.Closer
+	// served is closed when the agent's Serve has returned.
+	served <-chan struct{}
 }
 
 // newAgent builds an Agent over the real local executor and bash tools (or
@@ -440,7 +448,14 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	if o.ticks != nil {
 		ticker = func() (<-chan time.Time, func()) { return o.ticks, func() {} }
 	}
+	if o.mcp.Servers.KillGrace == 0 {
+		o.mcp.Servers.KillGrace = 200 * time.Millisecond
+	}
+	if o.mcp.Servers.SpillDir == "" {
+		o.mcp.Servers.SpillDir = t.TempDir()
+	}
 	a, err := acp.New(acp.Options{
+		MCP:            o.mcp,
 		Sessions:       reg,
 		Loop:           &agent.Loop{Provider: o.provider, Tools: tl, Logger: log.Named("agent")},
 		Rules:          o.rules,
@@ -462,6 +477,14 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 // cleanup closes the agent's input (a disconnect) and waits for Serve.
 func serve(t *testing.T, a *acp.Agent) (toAgent *io.PipeWriter, fromAgent *io.PipeReader) {
 	t.Helper()
+	w, r, _ := serveWatched(t, a)
+	return w, r
+}
+
+// serveWatched is serve that also returns a channel closed when Serve has
+// returned.
+func serveWatched(t *testing.T, a *acp.Agent) (*io.PipeWriter, *io.PipeReader, <-chan struct{}) {
+	t.Helper()
 	toAgentR, toAgentW := io.Pipe()
 	toClientR, toClientW := io.Pipe()
 	serveCtx, stopServe := context.WithCancel(context.Background())
@@ -480,14 +503,14 @@ func serve(t *testing.T, a *acp.Agent) (toAgent *io.PipeWriter, fromAgent *io.Pi
 		toAgentR.Close()
 		toClientR.Close()
 	})
-	return toAgentW, toClientR
+	return toAgentW, toClientR, served
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
 	ctx := testCtx(t)
 	a, reg := newAgent(t, o)
-	toAgent, fromAgent := serve(t, a)
+	toAgent, fromAgent, served := serveWatched(t, a)
 	cl := newTestClient()
 	cl.onPermission = o.onPermission
 	conn := acpsdk.NewClientSideConnection(cl, toAgent, fromAgent)
@@ -497,7 +520,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		fromAgent.Close()
 		<-conn.Done()
 	})
-	h := &harness{t: t, ctx: ctx, agent: a, reg: reg, conn: conn, client: cl, toAgent: toAgent}
+	h := &harness{t: t, ctx: ctx, agent: a, reg: reg, conn: conn, client: cl, toAgent: toAgent, served: served}
 	if !o.noInit {
 		req := acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}
 		if o.terminal {
