@@ -206,8 +206,12 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			Servers: mcptool.Options{
 				StartTimeout: cfg.mcpStartTimeout,
 				CallTimeout:  cfg.mcpTimeout,
-				SpillDir:     cfg.spillDir,
-				OnGroup:      onGroup(watchdog, log),
+				// Each session's servers spill into their own private
+				// directory (0700, dsh-acp-mcp-*, made on first need) in
+				// the executor's parent ($TMPDIR), removed when the
+				// session closes.
+				SpillDir: cfg.spillDir,
+				OnGroup:  onGroup(watchdog, log),
 			},
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
