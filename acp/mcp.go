@@ -42,7 +42,7 @@ func (a *Agent) startServers(s *sessions.Session, list []acpsdk.McpServer) {
 	opts.Cwd = s.Cwd
 	opts.Logger = m.log
 	opts.OnNotice = m.notice
-	opts.OnToolsChanged = func() { m.log.Debug("mcp tools changed") }
+	opts.OnToolsChanged = func() { m.log.Info("mcp tools listed") }
 	servers, err := mcptool.Start(mcpConfigs(list), opts)
 	if err != nil {
 		// Only a list that cannot run at all (no absolute cwd), which a

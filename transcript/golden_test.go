@@ -41,7 +41,8 @@ import (
 //     data is merged and shown once, as "← live {toolCallId,
 //     terminal_output}" just before the call's final update.
 //  7. Model requests: the tool list is replaced by $TOOLS when it equals
-//     model-tools.json, and the system prompt by $SYSTEM_PROMPT(cwd=…) when
+//     model-tools.json (followed by the session's MCP tools, mcp__…, shown
+//     in full), and the system prompt by $SYSTEM_PROMPT(cwd=…) when
 //     it equals system-prompt.txt with that cwd; a request repeating the
 //     previous request of its tag says so instead of repeating the messages.
 //
@@ -231,12 +232,23 @@ func loadShared(dir string) {
 	}
 }
 
-// sharedTools reports whether tools equal the pinned list; in -update mode
-// the first scenario pins it.
-func sharedTools(dir string, tools any) (bool, error) {
+// sharedTools reports whether tools equal the pinned list followed by
+// extra, a session's MCP tools (named mcp__…), which it returns; in -update
+// mode the first scenario pins the list without them.
+func sharedTools(dir string, tools any) (bool, []any, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	loadShared(dir)
+	list, _ := tools.([]any)
+	var extra []any
+	for i, tl := range list {
+		if m, ok := tl.(map[string]any); ok {
+			if name, _ := m["name"].(string); strings.HasPrefix(name, "mcp__") {
+				tools, extra = list[:i], list[i:]
+				break
+			}
+		}
+	}
 	if *update && !shared.toolsUpdated {
 		shared.toolsUpdated = true
 		shared.tools = tools
@@ -245,11 +257,11 @@ func sharedTools(dir string, tools any) (bool, error) {
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(tools); err != nil {
-			return false, err
+			return false, nil, err
 		}
-		return true, os.WriteFile(filepath.Join(dir, toolsFile), b.Bytes(), 0o644)
+		return true, extra, os.WriteFile(filepath.Join(dir, toolsFile), b.Bytes(), 0o644)
 	}
-	return cmp.Equal(shared.tools, tools), nil
+	return cmp.Equal(shared.tools, tools), extra, nil
 }
 
 // sharedPrompt reports whether prompt equals the pinned one, which it
@@ -399,14 +411,18 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 			}
 			var notes []string
 			if tools, ok := req["tools"]; ok {
-				same, err := sharedTools(dir, tools)
+				same, extra, err := sharedTools(dir, tools)
 				if err != nil {
 					errs = append(errs, err)
 				}
-				if same {
+				switch {
+				case same && len(extra) > 0:
+					req["tools"] = "$TOOLS+mcp"
+					notes = append(notes, "tools: $TOOLS then "+encode(extra))
+				case same:
 					req["tools"] = "$TOOLS"
 					notes = append(notes, "tools: $TOOLS")
-				} else {
+				default:
 					errs = append(errs, fmt.Errorf("model request tagged %q #%d: tools differ from %s", tag, i+1, toolsFile))
 					notes = append(notes, "tools: "+encode(tools))
 				}

@@ -119,6 +119,15 @@ func start(t *testing.T, ctx context.Context, sc *scenario, root string) *harnes
 			t.Fatal(err)
 		}
 	}
+	// $TMP/mcp-server is this test binary, an MCP server over stdio when
+	// its environment says so (see mcpMain).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(root, "mcp-server")); err != nil {
+		t.Fatal(err)
+	}
 	for name, data := range sc.files {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -24,6 +24,9 @@ var binPath string
 // TestMain builds the binary under test once, runs the tests, checks for
 // leaked goroutines and removes the build directory.
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(mcpModeEnv); mode != "" {
+		os.Exit(mcpMain(mode))
+	}
 	flag.Parse()
 	// Scenarios spend their time waiting for child processes, not on the
 	// CPU: unless -parallel was given, run more of them at once than

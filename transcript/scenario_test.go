@@ -64,6 +64,8 @@ type step struct {
 	Content *string         `json:"content,omitempty"`
 	Pids    string          `json:"pids,omitempty"`
 	Equals  string          `json:"equals_cmd,omitempty"`
+	// MCPServers is new_session's mcpServers list; absent means [].
+	MCPServers json.RawMessage `json:"mcp_servers,omitempty"`
 }
 
 func (s step) String() string {
@@ -124,7 +126,7 @@ var knownOps = map[string]bool{
 	"initialize": true, "new_session": true, "set_mode": true, "prompt": true, "wait": true,
 	"cancel": true, "close_session": true, "await_update": true, "permission": true, "raw": true,
 	"request": true, "close_stdin": true, "expect_exit": true, "write_file": true, "wait_file": true,
-	"expect_no_file": true, "expect_gone": true, "check_spill": true, "restart": true, "tear": true,
+	"expect_no_file": true, "expect_gone": true, "check_spill": true, "restart": true, "tear": true, "wait_log": true,
 }
 
 func parseSteps(b []byte) ([]step, error) {

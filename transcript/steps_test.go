@@ -48,7 +48,11 @@ func (h *harness) do(s step) error {
 		if err := os.MkdirAll(s.Cwd, 0o755); err != nil {
 			return err
 		}
-		res, err := h.callWait("session/new", map[string]any{"cwd": s.Cwd, "mcpServers": []any{}})
+		var servers any = []any{}
+		if len(s.MCPServers) > 0 {
+			servers = s.MCPServers
+		}
+		res, err := h.callWait("session/new", map[string]any{"cwd": s.Cwd, "mcpServers": servers})
 		if err != nil {
 			return err
 		}
@@ -155,6 +159,13 @@ func (h *harness) do(s step) error {
 		return h.poll(func() bool {
 			b, err := os.ReadFile(s.Path)
 			return err == nil && len(b) > 0 && bytes.HasSuffix(b, []byte("\n"))
+		})
+	case "wait_log":
+		// The agent's log is the one place that says when a session's
+		// MCP servers have listed their tools.
+		return h.poll(func() bool {
+			b, err := os.ReadFile(h.logPath)
+			return err == nil && bytes.Contains(b, []byte(s.Text))
 		})
 	case "expect_no_file":
 		if _, err := os.Stat(s.Path); !errors.Is(err, fs.ErrNotExist) {
