@@ -19,7 +19,7 @@ var _ acpsdk.AgentLoader = (*Agent)(nil)
 // connection saw it happen).
 func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (resp acpsdk.LoadSessionResponse, err error) {
 	defer a.recoverTo("session/load", &err)
-	l, err := a.open(string(p.SessionId), p.Cwd, len(p.McpServers))
+	l, err := a.open(string(p.SessionId), p.Cwd, p.McpServers)
 	if err != nil {
 		return resp, toRequestError(err)
 	}
@@ -32,7 +32,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (r
 // ResumeSession is LoadSession without the replay.
 func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (resp acpsdk.ResumeSessionResponse, err error) {
 	defer a.recoverTo("session/resume", &err)
-	l, err := a.open(string(p.SessionId), p.Cwd, len(p.McpServers))
+	l, err := a.open(string(p.SessionId), p.Cwd, p.McpServers)
 	if err != nil {
 		return resp, toRequestError(err)
 	}
@@ -50,7 +50,9 @@ func (a *Agent) UnstableDeleteSession(_ context.Context, p acpsdk.UnstableDelete
 	return resp, nil
 }
 
-func (a *Agent) open(id, cwd string, mcpServers int) (sessions.Loaded, error) {
+// open makes the session live and starts its MCP servers; a session
+// already live keeps the servers it has.
+func (a *Agent) open(id, cwd string, mcpServers []acpsdk.McpServer) (sessions.Loaded, error) {
 	l, err := a.opts.Sessions.Open(id, cwd)
 	if err != nil {
 		return l, err
@@ -61,11 +63,7 @@ func (a *Agent) open(id, cwd string, mcpServers int) (sessions.Loaded, error) {
 		return l, nil
 	}
 	log.Info("session loaded", zap.String("cwd", l.Session.Cwd), zap.Int("entries", len(l.Entries)))
-	// TODO(mcp): start the session's MCP servers here, as NewSession does,
-	// once that function is on main.
-	if mcpServers > 0 {
-		log.Warn("mcpServers are not supported yet; ignoring them", zap.Int("count", mcpServers))
-	}
+	a.startServers(l.Session, mcpServers)
 	return l, nil
 }
 

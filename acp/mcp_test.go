@@ -380,3 +380,37 @@ func TestMCPProcessesEnd(t *testing.T) {
 		t.Errorf("group %d still runs after Serve returned", gb[0])
 	}
 }
+
+// TestMCPResume: session/resume (and load, through the same path) starts
+// the servers the editor passes for a stored session.
+func TestMCPResume(t *testing.T) {
+	t.Parallel()
+	rec := &modelLog{}
+	h := newHarness(t, harnessOptions{store: newStore(t, t.TempDir()), provider: script{
+		"hello": steps(text("hi")),
+		"again": calls(rec, call("c1", "mcp__loc__echo", map[string]any{"text": "back"})),
+	}})
+	sid, cwd := h.newSession(sessions.ModeAuto)
+	if _, err := h.prompt(sid, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.CloseSession(h.ctx, acpsdk.CloseSessionRequest{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.ResumeSession(h.ctx, acpsdk.ResumeSessionRequest{SessionId: sid, Cwd: cwd,
+		McpServers: []acpsdk.McpServer{stdioServer(t, "loc", "serve")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := acp.WaitMCP(h.ctx, h.agent, string(sid)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.prompt(sid, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(toolNames(rec.reqs[0]), "mcp__loc__echo") {
+		t.Errorf("tools after resume = %v", toolNames(rec.reqs[0]))
+	}
+	if got, _ := toolResult(rec.reqs[1], "c1"); got != "echo: back" {
+		t.Errorf("c1 = %q", got)
+	}
+}
