@@ -15,7 +15,7 @@ import (
 
 func benchLocal(b *testing.B) *executor.Local {
 	b.Helper()
-	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: b.TempDir(), SpillDir: b.TempDir(), AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: b.TempDir(), SpillDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
