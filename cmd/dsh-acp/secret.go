@@ -84,7 +84,7 @@ func hideSecrets() error {
 		return nil // cannot re-execute: run on as we are
 	}
 	var p [2]int
-	if err := unix.Pipe2(p[:], 0); err != nil { // no O_CLOEXEC: the read end must survive exec
+	if err := unix.Pipe(p[:]); err != nil { // no O_CLOEXEC: the read end must survive exec
 		return nil
 	}
 	if _, err := unix.Write(p[1], []byte(blob)); err != nil {
