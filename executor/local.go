@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,9 +38,9 @@ type Options struct {
 	// Env is the base environment of every command before scrubbing. Nil
 	// means os.Environ() at NewLocal.
 	Env []string
-	// KeepEnv names variables to keep although their name looks like a
-	// credential (contains KEY, SECRET, TOKEN or PASSWORD). The variables
-	// of Limits.CredentialEnv are removed regardless.
+	// KeepEnv names variables to keep although they look like a
+	// credential (see LooksSecret and LooksSecretValue). The variables of
+	// Limits.CredentialEnv are removed regardless.
 	KeepEnv []string
 	// Secrets are values (the model API key) no command may see: any
 	// variable whose value equals one, or contains one of 8 bytes or more,
@@ -76,9 +77,10 @@ type Watcher interface {
 
 // Local runs commands as local processes. Create it with NewLocal.
 type Local struct {
-	opts   Options
-	env    []string
-	logger *zap.Logger
+	opts     Options
+	env      []string
+	withheld []string
+	logger   *zap.Logger
 
 	// wg counts everything that must end before Close returns: foreground
 	// runs, task supervisors and group reapers. Add only under mu while
@@ -128,16 +130,24 @@ func NewLocal(opts Options) (*Local, error) {
 	if base == nil {
 		base = os.Environ()
 	}
+	env, withheld := buildEnv(base, opts.KeepEnv, opts.CredentialEnv, opts.Secrets)
 	return &Local{
-		opts:   opts,
-		env:    buildEnv(base, opts.KeepEnv, opts.CredentialEnv, opts.Secrets),
-		logger: opts.Logger,
-		procs:  make(map[*proc]struct{}),
-		tasks:  make(map[string]*task),
-		subs:   make(map[int]func(TaskEnd)),
-		spills: make(map[string][]string),
+		opts:     opts,
+		env:      env,
+		withheld: withheld,
+		logger:   opts.Logger,
+		procs:    make(map[*proc]struct{}),
+		tasks:    make(map[string]*task),
+		subs:     make(map[int]func(TaskEnd)),
+		spills:   make(map[string][]string),
 	}, nil
 }
+
+// Withheld names the variables of the base environment that commands do not
+// get because they look like credentials (by name, or a URL with a
+// password) and KeepEnv does not name them. The model key variables are
+// never passed and not listed.
+func (l *Local) Withheld() []string { return slices.Clone(l.withheld) }
 
 // Resolve fills the workdir and timeout the caller left unset.
 func (l *Local) Resolve(spec Spec) (Spec, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -172,6 +173,10 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	ex, err := executor.NewLocal(exOpts)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start executor: %w", err), closeAll(closers))
+	}
+	if names := append(slices.Clone(droppedAtStart), ex.Withheld()...); len(names) > 0 {
+		slices.Sort(names)
+		log.Info("credential variables withheld from commands; --keep-env NAME passes one", zap.Strings("names", slices.Compact(names)))
 	}
 	a.exec = ex
 	a.sessions = sessions.New(sessions.Options{
