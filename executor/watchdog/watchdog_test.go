@@ -47,7 +47,9 @@ func TestServeEndsEverythingOnEOF(t *testing.T) {
 	ready.Close()
 	sid := cmd.Process.Pid
 	served := make(chan error, 1)
-	go func() { served <- watchdog.Serve(r, watchdog.ServeOptions{Grace: 300 * time.Millisecond, Marker: marker}) }()
+	go func() {
+		served <- watchdog.Serve(r, watchdog.ServeOptions{Grace: 300 * time.Millisecond, Marker: marker})
+	}()
 	fmt.Fprintf(w, "+%d\n", sid)
 	start := time.Now()
 	w.Close()
