@@ -37,7 +37,7 @@ func TestTasksHoldNoThread(t *testing.T) {
 		t.Skip("starts 1,000 processes")
 	}
 	ctx := testCtx(t, 120*time.Second)
-	l := newLocal(t, executor.Options{KillGrace: 2 * time.Second})
+	l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 2 * time.Second}})
 	before := threads(t)
 	const n = 1000
 	for range n {
