@@ -5,7 +5,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
@@ -15,7 +19,7 @@ import (
 
 func benchLocal(b *testing.B) *executor.Local {
 	b.Helper()
-	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: b.TempDir(), SpillDir: b.TempDir(), AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: b.TempDir(), SpillDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,4 +84,51 @@ func BenchmarkDiscard1GiB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkTrueAmongIdleTasks runs 100 concurrent `true` commands while
+// 1,000 background tasks (100 owners × 10 `sleep 1000`) sit idle, and
+// reports the latency percentiles of one command. A command's cost must not
+// grow with the number of processes on the machine.
+//
+//	go test -run '^$' -bench TrueAmongIdleTasks -benchtime=5x ./executor
+func BenchmarkTrueAmongIdleTasks(b *testing.B) {
+	for _, idle := range []int{0, 1000} {
+		b.Run("idle="+strconv.Itoa(idle), func(b *testing.B) { benchTrueAmong(b, idle) })
+	}
+}
+
+func benchTrueAmong(b *testing.B, idle int) {
+	l := benchLocal(b)
+	for o := range idle / 10 {
+		for range 10 {
+			if _, err := l.Start(executor.Spec{Command: "sleep 1000", Owner: "o" + strconv.Itoa(o)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	ctx := context.Background()
+	var lat []time.Duration
+	var mu sync.Mutex
+	b.ResetTimer()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range 100 {
+			wg.Go(func() {
+				start := time.Now()
+				if _, err := l.Run(ctx, executor.Spec{Command: "true"}); err != nil {
+					b.Error(err)
+				}
+				d := time.Since(start)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }

@@ -61,7 +61,7 @@ type rssReport struct {
 func rssChild() int {
 	rep := rssReport{}
 	defer func() { _ = json.NewEncoder(os.Stdout).Encode(rep) }()
-	l, err := executor.NewLocal(executor.Options{SpillDir: os.Getenv("DSH_RSS_SPILL"), DefaultWorkdir: os.TempDir(), KeepSpillFiles: true, AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{SpillDir: os.Getenv("DSH_RSS_SPILL"), DefaultWorkdir: os.TempDir(), KeepSpillFiles: true})
 	if err != nil {
 		rep.Err = err.Error()
 		return 0
@@ -147,10 +147,17 @@ var apiKeyProbes = []string{
 // apiKeyChild is an agent process with the key in its real environment.
 func apiKeyChild() int {
 	key := os.Getenv("DSH_API_KEY")
+	if os.Getenv("DSH_ALLOW_INSPECTION") != "1" {
+		// What cmd/dsh-acp does at start; the executor leaves the
+		// process-wide hardening to the program.
+		if err := protectProcess(); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+	}
 	l, err := executor.NewLocal(executor.Options{
-		Secrets:         []string{key},
-		DefaultWorkdir:  os.TempDir(),
-		AllowInspection: os.Getenv("DSH_ALLOW_INSPECTION") == "1",
+		Secrets:        []string{key},
+		DefaultWorkdir: os.TempDir(),
 	})
 	if err != nil {
 		fmt.Println("error:", err)

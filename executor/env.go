@@ -7,8 +7,9 @@ import (
 
 // secretMarkers are matched case-insensitively against variable names. A
 // coding agent's commands rarely need a credential, and a model that can run
-// `env` must not be able to read one.
-var secretMarkers = []string{"KEY", "SECRET", "TOKEN", "PASSWORD"}
+// `env` must not be able to read one. Not "PASS" alone: GIT_ASKPASS and
+// SSH_AUTH_SOCK are what tools need to work without a prompt.
+var secretMarkers = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY"}
 
 // agentEnv is forced on top of the base: no colours or pagers to confuse the
 // model, and nothing that waits for a human to type (stdin is /dev/null and
@@ -32,10 +33,12 @@ var agentUnset = []string{"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS"}
 // match exactly, so a one-letter secret cannot wipe half the environment.
 const minContainedSecret = 8
 
-// buildEnv computes the environment every command gets. It is computed once:
-// the base is a snapshot taken at construction. keyNames (the variables that
-// hold the model API key) are removed whatever keep says.
-func buildEnv(base, keep, keyNames, secrets []string) []string {
+// buildEnv computes the environment every command gets, and the names of
+// the credential variables it withheld (keyNames and agentUnset are not
+// listed: they are never passed). It is computed once: the base is a
+// snapshot taken at construction. keyNames (the variables that hold the
+// model API key) are removed whatever keep says.
+func buildEnv(base, keep, keyNames, secrets []string) (env, withheld []string) {
 	always := make(map[string]bool, len(keyNames)+len(agentUnset))
 	for _, n := range keyNames {
 		if n != "" {
@@ -69,16 +72,43 @@ func buildEnv(base, keep, keyNames, secrets []string) []string {
 			continue
 		case holdsSecret(value, secrets):
 			continue
-		case LooksSecret(name) && !slices.Contains(keep, name):
+		case (LooksSecret(name) || LooksSecretValue(value)) && !slices.Contains(keep, name):
+			withheld = append(withheld, name)
 			continue
 		}
 		out = append(out, kv)
 	}
-	return append(out, agentEnv...)
+	return append(out, agentEnv...), withheld
+}
+
+// LooksSecretValue reports whether a variable's value holds a URL with a
+// password in it (scheme://user:password@host…, as DATABASE_URL often
+// does), anywhere in the value.
+func LooksSecretValue(value string) bool {
+	for rest := value; ; {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+3:]
+		// The authority ends at the first '/', '?', '#' or blank; its
+		// userinfo, if any, before the last '@' in it.
+		end := strings.IndexAny(rest, "/?# \t\n")
+		if end < 0 {
+			end = len(rest)
+		}
+		auth := rest[:end]
+		if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(auth[:at], ":"); ok && pw != "" {
+				return true
+			}
+		}
+	}
 }
 
 // LooksSecret reports whether an environment variable's name marks it as a
-// credential (it contains KEY, SECRET, TOKEN or PASSWORD, in any case).
+// credential (it contains KEY, SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL
+// or PRIVATE_KEY, in any case).
 // Such variables are removed from every command's environment.
 func LooksSecret(name string) bool {
 	upper := strings.ToUpper(name)

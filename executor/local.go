@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 // Options configure a Local executor. The zero value is usable.
@@ -35,9 +38,9 @@ type Options struct {
 	// Env is the base environment of every command before scrubbing. Nil
 	// means os.Environ() at NewLocal.
 	Env []string
-	// KeepEnv names variables to keep although their name looks like a
-	// credential (contains KEY, SECRET, TOKEN or PASSWORD). The variables
-	// of Limits.CredentialEnv are removed regardless.
+	// KeepEnv names variables to keep although they look like a
+	// credential (see LooksSecret and LooksSecretValue). The variables of
+	// Limits.CredentialEnv are removed regardless.
 	KeepEnv []string
 	// Secrets are values (the model API key) no command may see: any
 	// variable whose value equals one, or contains one of 8 bytes or more,
@@ -46,26 +49,38 @@ type Options struct {
 	// Shell is the bash binary. Empty means "bash" looked up in PATH when a
 	// command starts.
 	Shell string
-	// AllowInspection leaves the agent process dumpable. By default NewLocal
-	// marks it non-dumpable (prctl PR_SET_DUMPABLE 0) so that a command
-	// running as the same user cannot read the API key from
-	// /proc/<agent>/environ or /proc/<agent>/mem. Children are unaffected:
-	// execve makes them dumpable again.
-	AllowInspection bool
 	// NextTaskID, if set, numbers background tasks ("bash-" + number)
 	// instead of the executor's own counter from 1, so ids are never reused
 	// across restarts of the agent. It is given the task's owner and called
 	// once per Start, outside the executor's lock; an error fails the Start.
 	NextTaskID func(owner string) (int64, error)
+	// Watcher, if set, is told of every command's session as it starts and
+	// when its process group is gone, so that a process outliving the
+	// agent (the watchdog) can end them whatever ends the agent. Nil means
+	// nobody is told. Hardening the agent process itself (non-dumpable,
+	// the credential hand-over) is the program's job, not the executor's.
+	Watcher Watcher
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
 }
 
+// Watcher is told about the sessions of commands. Calls come from the
+// goroutine that starts or reaps a command and must not block.
+type Watcher interface {
+	// Started: a command was started in session sid (its shell's pid, which
+	// is also its process group id).
+	Started(sid int)
+	// Ended: the process group of session sid is gone. Members that left
+	// the group may still live on in the session.
+	Ended(sid int)
+}
+
 // Local runs commands as local processes. Create it with NewLocal.
 type Local struct {
-	opts   Options
-	env    []string
-	logger *zap.Logger
+	opts     Options
+	env      []string
+	withheld []string
+	logger   *zap.Logger
 
 	// wg counts everything that must end before Close returns: foreground
 	// runs, task supervisors and group reapers. Add only under mu while
@@ -111,25 +126,28 @@ func NewLocal(opts Options) (*Local, error) {
 		}
 		opts.DefaultWorkdir = abs
 	}
-	if !opts.AllowInspection {
-		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-			return nil, fmt.Errorf("new executor: protect environment: %w", err)
-		}
-	}
 	base := opts.Env
 	if base == nil {
 		base = os.Environ()
 	}
+	env, withheld := buildEnv(base, opts.KeepEnv, opts.CredentialEnv, opts.Secrets)
 	return &Local{
-		opts:   opts,
-		env:    buildEnv(base, opts.KeepEnv, opts.CredentialEnv, opts.Secrets),
-		logger: opts.Logger,
-		procs:  make(map[*proc]struct{}),
-		tasks:  make(map[string]*task),
-		subs:   make(map[int]func(TaskEnd)),
-		spills: make(map[string][]string),
+		opts:     opts,
+		env:      env,
+		withheld: withheld,
+		logger:   opts.Logger,
+		procs:    make(map[*proc]struct{}),
+		tasks:    make(map[string]*task),
+		subs:     make(map[int]func(TaskEnd)),
+		spills:   make(map[string][]string),
 	}, nil
 }
+
+// Withheld names the variables of the base environment that commands do not
+// get because they look like credentials (by name, or a URL with a
+// password) and KeepEnv does not name them. The model key variables are
+// never passed and not listed.
+func (l *Local) Withheld() []string { return slices.Clone(l.withheld) }
 
 // Resolve fills the workdir and timeout the caller left unset.
 func (l *Local) Resolve(spec Spec) (Spec, error) {
@@ -242,9 +260,17 @@ func (l *Local) Close() error {
 		}
 		l.mu.Unlock()
 
+		sids := make(map[int]bool, len(procs))
 		for _, p := range procs {
 			p.terminate(true)
+			if pid := p.pid(); pid > 0 {
+				sids[pid] = true
+			}
 		}
+		// What left the groups but not the sessions is ended here, for
+		// all commands at once: one walk of the process table per round,
+		// and one grace in all, however many commands there are.
+		l.endSessions(sids)
 		// Every counted goroutine ends only once its group is gone (see
 		// reap), so this is the "all process groups are gone" point.
 		l.wg.Wait()
@@ -259,6 +285,50 @@ func (l *Local) Close() error {
 		}
 	})
 	return l.closeErr
+}
+
+// endSessions sends SIGTERM to every process group with a live member in
+// one of sids, SIGKILL to what is left after the grace, and returns when
+// no process of those sessions can run any more. Nothing announces the
+// death of processes that are not our children, so it polls, backing off
+// to 50ms.
+func (l *Local) endSessions(sids map[int]bool) {
+	if len(sids) == 0 {
+		return
+	}
+	deadline := time.Now().Add(l.opts.KillGrace)
+	sig, killing := unix.SIGTERM, false
+	wait := 2 * time.Millisecond
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		ps, err := proctab.List()
+		if err != nil {
+			l.logger.Warn("end sessions", zap.Error(err))
+			return // the per-command reapers still end the groups
+		}
+		groups := proctab.Groups(ps, sids)
+		if len(groups) == 0 {
+			return
+		}
+		if !killing && time.Now().After(deadline) {
+			sig, killing = unix.SIGKILL, true
+		}
+		for g := range groups {
+			// The leaders' groups already had their SIGTERM.
+			if sig == unix.SIGKILL || (sig == unix.SIGTERM && !sids[g]) {
+				proctab.SignalGroup(g, sig)
+			}
+		}
+		// After the first SIGTERM, only SIGKILL is repeated: a group born
+		// meanwhile gets it as well.
+		if !killing {
+			sig = 0
+		}
+		t.Reset(wait)
+		<-t.C
+		wait = min(2*wait, 50*time.Millisecond)
+	}
 }
 
 // spillFile creates a spill file in the private directory, creating that

@@ -1,13 +1,11 @@
 package executor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 // proc is one started `bash -c` and the process group it leads.
@@ -39,7 +39,7 @@ type proc struct {
 
 	// mu guards the fields below.
 	mu      sync.Mutex
-	pgid    int       // 0 until started
+	pgid    int       // 0 until started; also the session id (Setsid)
 	termAt  time.Time // when SIGTERM was first requested
 	byClose bool      // Close asked for the termination
 	gone    bool      // the group is known empty: never signal it again (pid reuse)
@@ -107,19 +107,8 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	}
 	p.outR, p.errR = outR, errR
 
-	p.cmd = &exec.Cmd{
-		Path:   shell,
-		Args:   []string{"bash", "-c", spec.Command},
-		Dir:    spec.Workdir,
-		Env:    l.env,
-		Stdout: outW,
-		Stderr: errW,
-		// Setsid rather than only Setpgid: the new session is also a new
-		// process group (pgid == pid) and has no controlling terminal, so
-		// ssh, sudo or gpg cannot open /dev/tty and wait for a password
-		// nobody will type.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
+	p.cmd = l.command(shell, spec, outW, errW)
+	pidfd := wantPidfd(p.cmd.SysProcAttr)
 
 	// Registering under the lock that Close takes guarantees Close either
 	// sees this proc (and terminates it) or we see closed.
@@ -141,6 +130,9 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		return nil, fmt.Errorf("start bash: %w", err)
 	}
 	p.started = time.Now()
+	if w := l.opts.Watcher; w != nil {
+		w.Started(p.cmd.Process.Pid)
+	}
 	p.mu.Lock()
 	p.pgid = p.cmd.Process.Pid
 	if !p.termAt.IsZero() {
@@ -150,7 +142,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	p.mu.Unlock()
 
 	go func() {
-		_ = p.cmd.Wait() // the status is read from ProcessState
+		waitExit(p.cmd, pidfd) // the status is read from ProcessState
 		close(p.exited)
 	}()
 	l.logger.Debug("command started", zap.String("label", label), zap.Int("pgid", p.cmd.Process.Pid), zap.String("workdir", spec.Workdir))
@@ -158,6 +150,26 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	go p.read(outR, p.stdout)
 	go p.read(errR, p.stderr)
 	return p, nil
+}
+
+// command is how one spec becomes a process: the single place that decides
+// the argv, environment, descriptors and attributes of a command, so a
+// launcher (a sandbox) can wrap it.
+func (l *Local) command(shell string, spec Spec, stdout, stderr *os.File) *exec.Cmd {
+	return &exec.Cmd{
+		Path:   shell,
+		Args:   []string{"bash", "-c", spec.Command},
+		Dir:    spec.Workdir,
+		Env:    l.env,
+		Stdout: stdout,
+		Stderr: stderr,
+		// Setsid rather than only Setpgid: the new session is also a new
+		// process group (pgid == sid == pid) and has no controlling
+		// terminal, so ssh, sudo or gpg cannot open /dev/tty and wait for a
+		// password nobody will type. The session is also what marks every
+		// process of the command, those that leave its group included.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
 }
 
 func closeAll(fs ...*os.File) {
@@ -186,8 +198,12 @@ func (l *Local) shellPath() (string, error) {
 
 func (l *Local) forget(p *proc) {
 	l.mu.Lock()
+	_, ok := l.procs[p]
 	delete(l.procs, p)
 	l.mu.Unlock()
+	if w := l.opts.Watcher; ok && w != nil && p.cmd.Process != nil {
+		w.Ended(p.cmd.Process.Pid)
+	}
 }
 
 func (p *proc) read(f *os.File, c *capture) {
@@ -234,16 +250,6 @@ const (
 	growPipeAfter = 1 << 20
 	bigPipe       = 1 << 20
 )
-
-// growPipe lets a heavy producer write ahead while we read, so it blocks
-// less and we do fewer, fuller reads. Failure only costs throughput.
-func growPipe(f *os.File) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, bigPipe) })
-}
 
 // maxDrain bounds the final drain: a leftover that keeps writing must not
 // keep the reader looping.
@@ -372,7 +378,10 @@ func (p *proc) kill() {
 	p.signal(unix.SIGKILL)
 }
 
-// signal sends sig to the group; p.mu must be held.
+// signal sends sig to the group and, once the command is being ended, to
+// every other group of its session: what left the group (coreutils
+// `timeout`, `set -m` jobs) is still the command's. Close walks the
+// sessions of everything at once instead (see Close). p.mu must be held.
 func (p *proc) signal(sig unix.Signal) {
 	if p.gone || p.pgid <= 0 {
 		return
@@ -385,6 +394,18 @@ func (p *proc) signal(sig unix.Signal) {
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		p.l.logger.Warn("signal process group", zap.Int("pgid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 	}
+	if !p.termAt.IsZero() && !p.byClose {
+		if _, err := proctab.SignalSession(p.pgid, sig); err != nil {
+			p.l.logger.Warn("signal session", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
+		}
+	}
+}
+
+// pid is the shell's pid (its group and session id), 0 before it started.
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pgid
 }
 
 func (p *proc) closing() bool {
@@ -393,15 +414,18 @@ func (p *proc) closing() bool {
 	return p.byClose
 }
 
-// checkGone marks the group gone if it is, and reports it.
+// checkGone marks the group gone if it is, and reports it. A command being
+// ended is gone only once its whole session is; one that ended by itself
+// is judged by its group, so a finished command costs no table walk.
 func (p *proc) checkGone() bool {
 	p.mu.Lock()
 	gone, pgid := p.gone, p.pgid
+	walk := !p.termAt.IsZero() && !p.byClose
 	p.mu.Unlock()
 	if gone {
 		return true
 	}
-	if groupAlive(pgid) {
+	if proctab.GroupAlive(pgid) || (walk && proctab.SessionAlive(pgid)) {
 		return false
 	}
 	p.mu.Lock()
@@ -445,64 +469,4 @@ func (p *proc) reap() {
 		<-t.C
 		wait = min(2*wait, 50*time.Millisecond)
 	}
-}
-
-// groupAlive reports whether process group pgid has a member that can still
-// run. Zombies do not count: one whose new parent never reaps it (a PID 1
-// that does not wait) would otherwise keep the group alive for ever.
-func groupAlive(pgid int) bool {
-	if pgid <= 0 {
-		return false
-	}
-	if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
-		return false
-	}
-	live, err := liveMembers(pgid)
-	if err != nil {
-		return true // cannot tell; assume the worst and keep trying
-	}
-	return len(live) > 0
-}
-
-// liveMembers lists the non-zombie processes of group pgid from /proc.
-func liveMembers(pgid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		state, pg, ok := procStat(pid)
-		if ok && pg == pgid && state != 'Z' && state != 'X' {
-			out = append(out, pid)
-		}
-	}
-	return out, nil
-}
-
-// procStat reads the state and process group of pid from /proc/pid/stat.
-func procStat(pid int) (state byte, pgid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// The command name may contain anything, ')' included: fields start
-	// after the last one. Then: state ppid pgrp.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	pg, err := strconv.Atoi(string(f[2]))
-	if err != nil {
-		return 0, 0, false
-	}
-	return f[0][0], pg, true
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // A reader that never ran before the leftover grace cut it off still gets
@@ -40,23 +39,4 @@ func TestReadDrainsAfterDeadline(t *testing.T) {
 	if got := c.output().Text; got != "written before exit\n" {
 		t.Errorf("captured %q", got)
 	}
-}
-
-func TestProcStat(t *testing.T) {
-	t.Parallel()
-	state, pg, ok := procStat(os.Getpid())
-	if !ok || state == 'Z' || pg != syscallGetpgrp() {
-		t.Errorf("procStat(self) = %c %d %v", state, pg, ok)
-	}
-	if _, _, ok := procStat(-1); ok {
-		t.Error("procStat(-1) ok")
-	}
-	if groupAlive(0) {
-		t.Error("groupAlive(0)")
-	}
-}
-
-func syscallGetpgrp() int {
-	pg, _ := unix.Getpgid(0)
-	return pg
 }

@@ -49,7 +49,7 @@ func TestResolve(t *testing.T) {
 	}
 
 	t.Run("process cwd and builtin defaults", func(t *testing.T) {
-		l2, err := executor.NewLocal(executor.Options{AllowInspection: true})
+		l2, err := executor.NewLocal(executor.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,7 +430,7 @@ func TestRunOutputLimits(t *testing.T) {
 	t.Run("one private dir per executor, removed by Close", func(t *testing.T) {
 		t.Parallel()
 		parent := t.TempDir()
-		l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{TailBytes: 10}, SpillDir: parent, AllowInspection: true})
+		l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{TailBytes: 10}, SpillDir: parent})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -460,7 +460,7 @@ func TestRunOutputLimits(t *testing.T) {
 func TestRunConcurrent(t *testing.T) {
 	// Not parallel: 200 shells at once on two cores would stall the
 	// timing-sensitive tests around it.
-	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: t.TempDir(), AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{DefaultWorkdir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -370,7 +370,7 @@ func TestKillOwned(t *testing.T) {
 // by Close — and none after Close returns.
 func TestSubscribeOnce(t *testing.T) {
 	t.Parallel()
-	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}, DefaultWorkdir: t.TempDir(), AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}, DefaultWorkdir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestSubscribeOnce(t *testing.T) {
 // returns only when every group is gone; nothing starts afterwards.
 func TestClose(t *testing.T) {
 	t.Parallel()
-	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}, DefaultWorkdir: t.TempDir(), SpillDir: t.TempDir(), AllowInspection: true})
+	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}, DefaultWorkdir: t.TempDir(), SpillDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestKillOwnedRemovesSpillFiles(t *testing.T) {
 func TestKeepSpillFiles(t *testing.T) {
 	t.Parallel()
 	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{TailBytes: 16}, SpillDir: t.TempDir(),
-		DefaultWorkdir: t.TempDir(), KeepSpillFiles: true, AllowInspection: true})
+		DefaultWorkdir: t.TempDir(), KeepSpillFiles: true})
 	if err != nil {
 		t.Fatal(err)
 	}

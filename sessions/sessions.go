@@ -197,7 +197,8 @@ func (r *Registry) Close(id string) error {
 	return nil
 }
 
-// CloseAll closes every session (program shutdown).
+// CloseAll closes every session (program shutdown) and returns when all
+// are closed.
 func (r *Registry) CloseAll() {
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.byID))
@@ -205,9 +206,14 @@ func (r *Registry) CloseAll() {
 		ids = append(ids, id)
 	}
 	r.mu.Unlock()
+	// All at once: each Close waits for its turn to end, which may mean a
+	// command's kill grace; one after the other, N sessions would take N
+	// graces and an editor does not wait that long.
+	var wg sync.WaitGroup
 	for _, id := range ids {
-		_ = r.Close(id)
+		wg.Go(func() { _ = r.Close(id) })
 	}
+	wg.Wait()
 }
 
 // Notify queues a notice for the session's next model request. Notices for

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -180,7 +179,7 @@ func (h *harness) spawn() {
 		"GORACE=halt_on_error=1",
 	}
 	// The binary dies with the test process whatever happens.
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	h.cmd.SysProcAttr = dieWithParent()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -37,6 +38,7 @@ type app struct {
 	agent    *acp.Agent
 	// store is nil with --no-persist.
 	store   *store.Store
+	guard   *guard
 	closers []func() error
 
 	closeOnce sync.Once
@@ -134,11 +136,16 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	// One limits value for the executor and the tools: the bash description
 	// names the timeouts the executor enforces.
 	limits := cfg.limits()
+	var g *guard
+	if useWatchdog {
+		g = startGuard(log, limits.KillGrace)
+		closers = append(closers, g.close)
+	}
 	st, err := openStore(cfg, log)
 	if err != nil {
 		return nil, errors.Join(err, closeAll(closers))
 	}
-	a := &app{log: log, closers: closers, store: st}
+	a := &app{log: log, closers: closers, store: st, guard: g}
 	exOpts := executor.Options{
 		Limits:   limits,
 		SpillDir: cfg.spillDir,
@@ -147,8 +154,10 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		// to open after it exits: they stay. A server's go with their
 		// session.
 		KeepSpillFiles: cfg.headless,
+		Env:            append(os.Environ(), g.env()...),
 		KeepEnv:        cfg.keepEnv,
 		Secrets:        nonEmpty(cfg.apiKey),
+		Watcher:        g.watcher(),
 		Logger:         log.Named("executor"),
 	}
 	if st != nil {
@@ -165,6 +174,10 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	ex, err := executor.NewLocal(exOpts)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start executor: %w", err), closeAll(closers))
+	}
+	if names := append(slices.Clone(droppedAtStart), ex.Withheld()...); len(names) > 0 {
+		slices.Sort(names)
+		log.Info("credential variables withheld from commands; --keep-env NAME passes one", zap.Strings("names", slices.Compact(names)))
 	}
 	a.exec = ex
 	a.sessions = sessions.New(sessions.Options{
@@ -230,8 +243,14 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 // Safe to call more than once.
 func (a *app) close() error {
 	a.closeOnce.Do(func() {
+		// The executor ends every session's commands at once, with one
+		// grace in all; the sessions close meanwhile, each turn ending as
+		// its command does. Closed one after the other, N sessions running
+		// commands that ignore SIGTERM would take N graces.
+		execDone := make(chan error, 1)
+		go func() { execDone <- a.exec.Close() }()
 		a.sessions.CloseAll()
-		a.closeErr = errors.Join(a.toolset.Close(), a.exec.Close(), closeAll(a.closers))
+		a.closeErr = errors.Join(a.toolset.Close(), <-execDone, closeAll(a.closers))
 	})
 	return a.closeErr
 }

@@ -16,12 +16,27 @@ import (
 	"go.uber.org/zap"
 )
 
+// useWatchdog: the program (not a test building the app in-process) runs
+// a watchdog that ends its commands if it dies.
+var useWatchdog bool
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == watchdogMode {
+		os.Exit(runWatchdog(os.Args[2:]))
+	}
+	// Process-wide hardening happens here, before anything else runs:
+	// credentials out of the environment block, memory not readable.
 	if err := hideSecrets(); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		os.Exit(1)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	if err := protectProcess(); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
+		os.Exit(1)
+	}
+	useWatchdog = true
+	// SIGHUP too: a closed terminal ends the agent as cleanly as SIGTERM.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)

@@ -67,6 +67,11 @@ func startProc(t testing.TB, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	return startCmd(t, cmd)
+}
+
+func startCmd(t testing.TB, cmd *exec.Cmd) *proc {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

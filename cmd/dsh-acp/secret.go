@@ -22,20 +22,41 @@ const secretsFDEnv = "DSH_ACP_SECRETS_FD"
 // before exec can never block.
 const maxHandOver = 60 << 10
 
-// isCredential: the model key variables, and every name the executor
-// scrubs from commands (KEY, SECRET, TOKEN, PASSWORD).
-func isCredential(name string) bool {
-	return slices.Contains(executor.DefaultLimits().CredentialEnv, name) || executor.LooksSecret(name)
+// isCredential: the model key variables, and every variable the executor
+// withholds from commands as a credential: by name (KEY, SECRET, TOKEN,
+// PASSWORD, …) or by value (a URL with a password).
+func isCredential(name, value string) bool {
+	return isModelKey(name) || executor.LooksSecret(name) || executor.LooksSecretValue(value)
 }
 
-// hideSecrets keeps credentials out of this process's environment block.
-// The executor removes them from every command's environment, but
-// /proc/<pid>/environ of the agent itself shows the environment it was
-// started with — readable by any command running as the same user, and by
-// root, whom non-dumpable does not stop. So when credentials arrive in the
-// environment, the program re-executes itself (same pid, same stdio)
-// without them and hands them over through a pipe; they then live only in
-// the Go environment (os.Getenv), never in the block /proc shows.
+func isModelKey(name string) bool {
+	return slices.Contains(executor.DefaultLimits().CredentialEnv, name)
+}
+
+// neededByAgent: variables the agent itself uses that may carry a password
+// (an authenticated proxy on the way to the model). They are kept in its Go
+// environment; commands still do not get them.
+var neededByAgent = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// withheldPrefix marks, in the hand-over, the name of a credential that was
+// dropped (its value is not handed over), so the start-up log can say so.
+const withheldPrefix = "\x01withheld="
+
+// droppedAtStart lists the credential variables dropped at the hand-over:
+// neither the agent nor its commands have them.
+var droppedAtStart []string
+
+// hideSecrets keeps credentials out of this process's environment block and
+// out of its memory. The executor removes them from every command's
+// environment, but /proc/<pid>/environ of the agent itself shows the
+// environment it was started with — readable by any command running as the
+// same user, and by root, whom non-dumpable does not stop. So when
+// credentials arrive in the environment, the program re-executes itself
+// (same pid, same stdio) without them and hands over through a pipe only
+// those it uses: the model key, the --keep-env names and the proxies. They
+// then live only in the Go environment (os.Getenv), never in the block /proc
+// shows; every other credential (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, …) is
+// gone from the process altogether.
 //
 // It must run first thing in main: exec replaces the process.
 func hideSecrets() error {
@@ -54,26 +75,32 @@ func hideSecrets() error {
 			return fmt.Errorf("read credentials from before re-exec: %w", err)
 		}
 		for _, kv := range strings.Split(string(b), "\x00") {
-			if name, value, ok := strings.Cut(kv, "="); ok {
+			if name, ok := strings.CutPrefix(kv, withheldPrefix); ok {
+				droppedAtStart = append(droppedAtStart, name)
+			} else if name, value, ok := strings.Cut(kv, "="); ok {
 				os.Setenv(name, value)
 			}
 		}
 		return nil
 	}
 
-	var keep, hidden []string
+	keepNames := keepEnvArgs(os.Args[1:])
+	var keep, handed []string
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if isCredential(name) {
-			hidden = append(hidden, kv)
-		} else {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case !isCredential(name, value):
 			keep = append(keep, kv)
+		case isModelKey(name), slices.Contains(keepNames, name), slices.Contains(neededByAgent, name):
+			handed = append(handed, kv)
+		default:
+			handed = append(handed, withheldPrefix+name)
 		}
 	}
-	blob := strings.Join(hidden, "\x00")
-	if len(hidden) == 0 {
+	if len(handed) == 0 {
 		return nil
 	}
+	blob := strings.Join(handed, "\x00")
 	if len(blob) > maxHandOver {
 		// stderr, not stdout: stdout belongs to the protocol.
 		fmt.Fprintf(os.Stderr, "dsh-acp: warning: %d bytes of credential variables are too many to hand over; they stay readable in /proc/%d/environ\n", len(blob), os.Getpid())
@@ -84,7 +111,7 @@ func hideSecrets() error {
 		return nil // cannot re-execute: run on as we are
 	}
 	var p [2]int
-	if err := unix.Pipe2(p[:], 0); err != nil { // no O_CLOEXEC: the read end must survive exec
+	if err := unix.Pipe(p[:]); err != nil { // no O_CLOEXEC: the read end must survive exec
 		return nil
 	}
 	if _, err := unix.Write(p[1], []byte(blob)); err != nil {
@@ -99,6 +126,27 @@ func hideSecrets() error {
 		unix.Close(p[0])
 	}
 	return nil
+}
+
+// keepEnvArgs finds the --keep-env names among the arguments before the
+// flags are parsed (the hand-over happens first thing). A prompt word that
+// looks like the flag only keeps one more variable.
+func keepEnvArgs(args []string) []string {
+	var names []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-keep-env" || a == "--keep-env":
+			if i+1 < len(args) {
+				names = append(names, args[i+1])
+				i++
+			}
+		case strings.HasPrefix(a, "-keep-env="), strings.HasPrefix(a, "--keep-env="):
+			_, v, _ := strings.Cut(a, "=")
+			names = append(names, v)
+		}
+	}
+	return names
 }
 
 // isHandOverPipe: the descriptor is one a re-exec could have left: not

@@ -40,7 +40,6 @@ type local struct {
 func newLocal(t *testing.T, opts executor.Options) *local {
 	t.Helper()
 	opts.Logger = zaptest.NewLogger(t)
-	opts.AllowInspection = true
 	if opts.SpillDir == "" {
 		opts.SpillDir = t.TempDir()
 	}

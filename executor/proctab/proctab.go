@@ -1,0 +1,119 @@
+// Package proctab reads the process table to find and signal the members of
+// a command's session: the processes that left its process group (coreutils
+// `timeout`, job control under `set -m`) but not its session, which a group
+// signal cannot reach. A table walk costs O(processes on the machine), so
+// callers walk only when a session is being ended, never per command.
+package proctab
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Proc is one entry of the process table.
+type Proc struct {
+	Pid  int
+	Pgid int
+	Sid  int
+	// Zombie: the process has exited and waits to be reaped; it cannot run
+	// and signals do nothing to it.
+	Zombie bool
+}
+
+// List returns every process the table shows (Linux: /proc; macOS: the
+// kern.proc sysctl). Processes that vanish while it reads are skipped.
+func List() ([]Proc, error) {
+	ps, err := list()
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	return ps, nil
+}
+
+// Groups returns the process groups that have a live member in one of
+// sessions, from the table ps.
+func Groups(ps []Proc, sessions map[int]bool) map[int]bool {
+	out := make(map[int]bool)
+	for _, p := range ps {
+		if !p.Zombie && sessions[p.Sid] {
+			out[p.Pgid] = true
+		}
+	}
+	return out
+}
+
+// SignalSession sends sig to every process group of session sid that has a
+// live member, except the leader's own group (pgid == sid), which the caller
+// signals directly, and SIGCONT after SIGTERM (a stopped process would hold
+// the SIGTERM pending until continued). It returns how many groups it
+// signalled. A process group never spans sessions, so no group outside sid
+// is touched.
+func SignalSession(sid int, sig unix.Signal) (int, error) {
+	if sid <= 1 {
+		return 0, fmt.Errorf("signal session %d: not a command's session", sid)
+	}
+	ps, err := List()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for pgid := range Groups(ps, map[int]bool{sid: true}) {
+		if pgid != sid && SignalGroup(pgid, sig) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// SignalGroup sends sig (and SIGCONT after SIGTERM) to process group pgid
+// and reports whether the group existed.
+func SignalGroup(pgid int, sig unix.Signal) bool {
+	if pgid <= 1 {
+		return false
+	}
+	err := unix.Kill(-pgid, sig)
+	if err == nil && sig == unix.SIGTERM {
+		_ = unix.Kill(-pgid, unix.SIGCONT)
+	}
+	return err == nil || !errors.Is(err, unix.ESRCH)
+}
+
+// SessionAlive reports whether session sid has a live member. An error
+// reading the table counts as alive: the caller keeps trying.
+func SessionAlive(sid int) bool {
+	ps, err := List()
+	if err != nil {
+		return true
+	}
+	for _, p := range ps {
+		if p.Sid == sid && !p.Zombie {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupAlive reports whether process group pgid has a member that can still
+// run. Zombies do not count: one whose new parent never reaps it (a PID 1
+// that does not wait) would otherwise keep the group alive for ever. The
+// table is read only when the kernel says the group exists.
+func GroupAlive(pgid int) bool {
+	if pgid <= 0 {
+		return false
+	}
+	if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	ps, err := List()
+	if err != nil {
+		return true
+	}
+	for _, p := range ps {
+		if p.Pgid == pgid && !p.Zombie {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,30 @@
+package proctab
+
+import "golang.org/x/sys/unix"
+
+// sZomb is SZOMB of <sys/proc.h>: exited, not yet reaped.
+const sZomb = 5
+
+// list reads kern.proc.all. The table gives the group but not the session
+// id (only a kernel address), so that comes from getsid(2), which macOS
+// answers for any process.
+func list() ([]Proc, error) {
+	kps, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Proc, 0, len(kps))
+	for i := range kps {
+		kp := &kps[i]
+		pid := int(kp.Proc.P_pid)
+		if pid <= 0 {
+			continue
+		}
+		sid, err := unix.Getsid(pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		out = append(out, Proc{Pid: pid, Pgid: int(kp.Eproc.Pgid), Sid: sid, Zombie: kp.Proc.P_stat == sZomb})
+	}
+	return out, nil
+}

@@ -1,0 +1,62 @@
+package proctab
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+)
+
+func list() ([]Proc, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Proc, 0, len(names))
+	buf := make([]byte, 512)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if p, ok := stat(pid, buf); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// stat parses /proc/pid/stat: "pid (comm) state ppid pgrp session …".
+func stat(pid int, buf []byte) (Proc, bool) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Proc{}, false
+	}
+	n, err := f.Read(buf)
+	_ = f.Close()
+	if err != nil || n == 0 {
+		return Proc{}, false
+	}
+	b := buf[:n]
+	// The command name may contain anything, ')' included: the fields
+	// start after the last one.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return Proc{}, false
+	}
+	fs := bytes.Fields(b[i+1:])
+	if len(fs) < 4 || len(fs[0]) != 1 {
+		return Proc{}, false
+	}
+	pgid, err1 := strconv.Atoi(string(fs[2]))
+	sid, err2 := strconv.Atoi(string(fs[3]))
+	if err1 != nil || err2 != nil {
+		return Proc{}, false
+	}
+	st := fs[0][0]
+	return Proc{Pid: pid, Pgid: pgid, Sid: sid, Zombie: st == 'Z' || st == 'X'}, true
+}
