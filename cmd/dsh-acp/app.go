@@ -224,7 +224,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 				// the executor's parent ($TMPDIR), removed when the
 				// session closes.
 				SpillDir: cfg.spillDir,
-				OnGroup:  onGroup(watchdog, log),
+				OnGroup:  onGroup(a.guard, log),
 			},
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
@@ -255,33 +255,18 @@ func (a *app) close() error {
 	return a.closeErr
 }
 
-// groupRegistry is the watchdog that kills registered process groups even
-// when the agent itself is killed (SIGKILL leaves no chance to clean up).
-//
-// HOOK(watchdog): the process issue's watchdog implements this; set
-// watchdog to it and every stdio MCP server's group is registered while it
-// runs. Until then it is nil and MCP servers are killed only by the
-// session's and the agent's orderly close.
-type groupRegistry interface {
-	// Register adds a process group the watchdog must kill if the agent
-	// dies; Unregister removes it once the group is gone.
-	Register(pgid int)
-	Unregister(pgid int)
-}
-
-// watchdog is nil until the watchdog exists (see groupRegistry).
-var watchdog groupRegistry
-
-// onGroup is mcptool's OnGroup for reg; nil when there is no watchdog.
-func onGroup(reg groupRegistry, log *zap.Logger) func(pgid int, started bool) {
-	if reg == nil {
+// onGroup is mcptool's OnGroup: each stdio MCP server runs in a session of
+// its own (Setsid, so its pgid is its session id), which the watchdog ends
+// if the agent dies however it dies. Nil when there is no watchdog.
+func onGroup(g *guard, log *zap.Logger) func(pgid int, started bool) {
+	if g == nil {
 		return nil
 	}
 	return func(pgid int, started bool) {
 		if started {
-			reg.Register(pgid)
+			g.client.Started(pgid)
 		} else {
-			reg.Unregister(pgid)
+			g.client.Ended(pgid)
 		}
 		log.Debug("mcp server process group", zap.Int("pgid", pgid), zap.Bool("running", started))
 	}
