@@ -381,3 +381,33 @@ func startProcEnv(t *testing.T, extra []string, args ...string) *proc {
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, extra...)
 	return startCmd(t, cmd)
 }
+
+// A session's stdio MCP server is a process of that session: however the
+// agent ends, SIGKILL included, the server does not outlive it (the
+// watchdog ends it like a command). The "server" here never answers MCP's
+// initialize, so it is still starting when the agent ends.
+func TestNoOrphansMCPServer(t *testing.T) {
+	t.Parallel()
+	for _, end := range orphanEndings {
+		t.Run(end.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			p := startAgent(t, writeScript(t, `{"text":"ok"}`))
+			p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+			p.watchdog = p.watchdogPid()
+			name, value, _ := strings.Cut(p.marker, "=")
+			p.call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{map[string]any{
+				"name": "stuck", "command": "sleep", "args": []string{"1000"},
+				// The editor's env for the server: the marker finds it.
+				"env": []any{map[string]any{"name": name, "value": value}},
+			}}})
+			p.drain()
+			p.waitMarked(ctx, isSleep1000)
+			ended := time.Now()
+			end.end(p)
+			p.waitExit(ctx, end.name == "SIGKILL")
+			p.expectNoSurvivors(ctx, ended)
+		})
+	}
+}
