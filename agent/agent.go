@@ -9,9 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -46,6 +46,15 @@ const (
 	EventToolOutput
 	// EventToolResult: Call finished with Result.
 	EventToolResult
+	// EventUsage: Usage is how full the context window is after a model
+	// response (or after a compaction).
+	EventUsage
+	// EventCompactionStart: Compaction (ID, Trigger, Focus, KeptFrom,
+	// PreTokens) is being summarized.
+	EventCompactionStart
+	// EventCompactionEnd: Compaction finished; Err says why it failed, and
+	// then the conversation is unchanged.
+	EventCompactionEnd
 )
 
 // CallInfo identifies a tool call for the editor.
@@ -61,11 +70,18 @@ type CallInfo struct {
 
 // Event is something the editor should see.
 type Event struct {
-	Kind   EventKind
-	Text   string
-	Call   CallInfo
-	Output tools.Chunk
-	Result tools.Result
+	Kind EventKind
+	Text string
+	// MessageID names the model message a Text or Thought piece belongs to
+	// (a UUID): the reasoning and the answer of one response are two
+	// messages, and every response starts new ones.
+	MessageID  string
+	Call       CallInfo
+	Output     tools.Chunk
+	Result     tools.Result
+	Usage      ContextUsage
+	Compaction Compaction
+	Err        error
 }
 
 // Approval is the answer to a permission question.
@@ -98,7 +114,15 @@ type Loop struct {
 	// DefaultMaxRequests.
 	MaxRequests int
 	// OS names the operating system in the system prompt; empty omits it.
-	OS     string
+	OS string
+	// ContextWindow is the model's context window in tokens; zero means
+	// DefaultContextWindow.
+	ContextWindow int
+	// CompactAt is the share of the window (0 < CompactAt <= 1) past which
+	// the next request is compacted first; zero means DefaultCompactAt.
+	CompactAt float64
+	// Tasks answers /tasks and /kill; nil means the agent has none.
+	Tasks  Tasks
 	Logger *zap.Logger
 }
 
@@ -121,8 +145,11 @@ type Turn struct {
 	Extra ToolSource
 	// History is the conversation so far, without the system prompt.
 	History []Message
-	// Prompt is the user's message text.
+	// Prompt is the user's message text. One that starts with a slash
+	// command (Commands) is answered by the agent itself.
 	Prompt string
+	// Usage is the session's last known context usage; zero means none.
+	Usage ContextUsage
 	// Notices drains the completion notices queued for the session since the
 	// last model request; nil means none.
 	Notices func() []string
@@ -147,11 +174,24 @@ type Outcome struct {
 	// prompt first), also when the turn failed or was cancelled.
 	Messages []Message
 	Stop     StopReason
+	// History, when not nil, is the whole conversation from now on: a
+	// compaction replaced its older part. It replaces the turn's History
+	// followed by Messages.
+	History []Message
+	// Usage is the context usage after the turn's last model response or
+	// compaction; zero Size when there was none.
+	Usage ContextUsage
 }
 
 // Run runs one turn. A provider failure is returned as an error (wrapping
 // ErrProvider) together with the messages added so far; a cancelled ctx ends
 // the turn with StopCancelled and no error.
+//
+// Before a request that would pass CompactAt of the window, and once after
+// the endpoint says a request exceeds it (ErrContextExceeded, then the
+// request is retried once), the conversation is compacted. A request that
+// still does not fit ends the turn with an error wrapping
+// ErrContextExceeded.
 func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	log := l.Logger
 	if log == nil {
@@ -165,11 +205,13 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
+	if name, arg, ok := ParseCommand(t.Prompt); ok {
+		log.Info("slash command", zap.String("command", name))
+		return l.runCommand(ctx, t, name, arg, emit, log)
+	}
 	byName := make(map[string]tools.Tool, len(l.Tools))
-	base := make([]ToolSpec, 0, len(l.Tools))
 	for _, tl := range l.Tools {
 		byName[tl.Name()] = tl
-		base = append(base, specOf(tl))
 	}
 	lookup := func(name string) (tools.Tool, bool) {
 		if tl, ok := byName[name]; ok {
@@ -188,48 +230,88 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	}
 	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt}}}
 	record(out.Messages[0])
+	// conv is the conversation the model is sent: History and the turn's
+	// messages, with compactions applied.
+	conv := make([]Message, 0, len(t.History)+8)
+	conv = append(conv, t.History...)
+	conv = append(conv, out.Messages[0])
+	// keep adds a message the turn produced; add records it too (tool
+	// results are recorded by runCalls as they are answered).
+	keep := func(m Message) {
+		out.Messages = append(out.Messages, m)
+		conv = append(conv, m)
+	}
+	add := func(m Message) {
+		keep(m)
+		record(m)
+	}
+	// used is the size of the last request with its answer, which covered
+	// conv[:covered]; 0 when unknown.
+	used, covered := t.Usage.Used, len(t.History)
+	// uselessCompaction: one this turn left the conversation above the
+	// threshold; another would not help either.
+	uselessCompaction := false
+	compact := func(trigger string) bool {
+		next, c, err := l.compact(ctx, t.Model, conv, trigger, "", emit, log)
+		if err != nil {
+			return false
+		}
+		conv = next
+		out.History = conv
+		used, covered = 0, 0
+		uselessCompaction = c.PostTokens >= l.threshold()
+		return true
+	}
 	for n := 0; ; n++ {
 		if ctx.Err() != nil {
 			out.Stop = StopCancelled
-			return out, nil
+			return out.done(conv), nil
 		}
 		if n >= maxReq {
 			out.Stop = StopMaxTurnRequests
-			return out, nil
+			return out.done(conv), nil
 		}
 		if t.Notices != nil {
 			if notes := t.Notices(); len(notes) > 0 {
-				out.Messages = append(out.Messages, Message{Role: RoleUser, Content: strings.Join(notes, "\n")})
-				record(out.Messages[len(out.Messages)-1])
+				add(Message{Role: RoleUser, Content: strings.Join(notes, "\n")})
 			}
 		}
-		specs := base
-		if t.Extra != nil {
-			specs = slices.Clip(base)
-			for _, tl := range t.Extra.Tools() {
-				if _, clash := byName[tl.Name()]; !clash {
-					specs = append(specs, specOf(tl))
+		// The session's own tools may change between requests.
+		specs := l.specs(t.Extra)
+		build := func() Request {
+			req := Request{Model: t.Model, Tools: specs}
+			req.Messages = make([]Message, 0, 1+len(conv))
+			req.Messages = append(req.Messages, system)
+			req.Messages = append(req.Messages, conv...)
+			return req
+		}
+		if !uselessCompaction {
+			next := estimateRequest(build())
+			if used > 0 && covered <= len(conv) {
+				next = used + EstimateMessages(conv[covered:])
+			}
+			if next > l.threshold() {
+				log.Info("compacting before a request over the threshold", zap.Int("next_tokens", next), zap.Int("threshold", l.threshold()))
+				compact(TriggerAuto)
+			}
+		}
+		req := build()
+		resp, err := l.stream(ctx, req, emit)
+		if err != nil && errors.Is(err, ErrContextExceeded) && ctx.Err() == nil {
+			log.Info("the endpoint says the request exceeds the context window; compacting and retrying once", zap.Error(err))
+			if compact(TriggerAuto) {
+				req = build()
+				resp, err = l.stream(ctx, req, emit)
+				if err != nil && errors.Is(err, ErrContextExceeded) {
+					err = fmt.Errorf("%w: the request does not fit the model's context window (%d tokens) even after compacting the conversation; start a new session: %w",
+						ErrProvider, l.window(), err)
 				}
 			}
 		}
-		req := Request{Model: t.Model, Tools: specs}
-		req.Messages = make([]Message, 0, 1+len(t.History)+len(out.Messages))
-		req.Messages = append(req.Messages, system)
-		req.Messages = append(req.Messages, t.History...)
-		req.Messages = append(req.Messages, out.Messages...)
-
-		resp, err := l.Provider.Stream(ctx, req, func(d Delta) {
-			if d.Reasoning != "" {
-				emit(Event{Kind: EventThought, Text: d.Reasoning})
-			}
-			if d.Text != "" {
-				emit(Event{Kind: EventText, Text: d.Text})
-			}
-		})
 		if err != nil {
 			if ctx.Err() != nil {
 				out.Stop = StopCancelled
-				return out, nil
+				return out.done(conv), nil
 			}
 			// Run promises ErrProvider for every provider failure. Errors
 			// that already carry it are written for the user (what failed,
@@ -237,39 +319,115 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			if !errors.Is(err, ErrProvider) {
 				err = fmt.Errorf("%w: model request %d: %w", ErrProvider, n+1, err)
 			}
-			return out, err
+			return out.done(conv), err
 		}
 		msg := resp.Message
 		msg.Role = RoleAssistant
-		out.Messages = append(out.Messages, msg)
-		record(msg)
+		add(msg)
+		out.Usage = l.usage(req, resp, log)
+		used, covered = out.Usage.Used, len(conv)
+		emit(Event{Kind: EventUsage, Usage: out.Usage})
 		if len(msg.ToolCalls) == 0 {
 			// A provider that finished its stream although the turn was
 			// cancelled meanwhile: the client asked to stop, so the turn
 			// ends "cancelled" as ACP requires.
 			if ctx.Err() != nil {
 				out.Stop = StopCancelled
-				return out, nil
+				return out.done(conv), nil
 			}
 			if resp.FinishReason == FinishLength {
 				out.Stop = StopMaxTokens
 			} else {
 				out.Stop = StopEndTurn
 			}
-			return out, nil
+			return out.done(conv), nil
 		}
 		results, cancelled := l.runCalls(ctx, t, lookup, msg.ToolCalls, emit, record, log)
-		out.Messages = append(out.Messages, results...)
+		for _, r := range results {
+			keep(r)
+		}
 		if cancelled {
 			out.Stop = StopCancelled
-			return out, nil
+			return out.done(conv), nil
 		}
 		if resp.FinishReason == FinishLength {
 			out.Stop = StopMaxTokens
-			return out, nil
+			return out.done(conv), nil
 		}
 	}
 }
+
+// done sets History to the final conversation when a compaction replaced
+// part of it.
+func (o Outcome) done(conv []Message) Outcome {
+	if o.History != nil {
+		o.History = conv
+	}
+	return o
+}
+
+// specs are the tools as offered to the model.
+func (l *Loop) specs(extra ToolSource) []ToolSpec {
+	specs := make([]ToolSpec, 0, len(l.Tools))
+	names := make(map[string]bool, len(l.Tools))
+	for _, tl := range l.Tools {
+		specs = append(specs, specOf(tl))
+		names[tl.Name()] = true
+	}
+	if extra != nil {
+		for _, tl := range extra.Tools() {
+			if !names[tl.Name()] {
+				specs = append(specs, specOf(tl))
+			}
+		}
+	}
+	return specs
+}
+
+// stream sends one request, giving every piece of the answer the id of the
+// message it belongs to: one for the reasoning, one for the text.
+func (l *Loop) stream(ctx context.Context, req Request, emit func(Event)) (Response, error) {
+	var thoughtID, textID string
+	return l.Provider.Stream(ctx, req, func(d Delta) {
+		if d.Reasoning != "" {
+			if thoughtID == "" {
+				thoughtID = newMessageID()
+			}
+			emit(Event{Kind: EventThought, Text: d.Reasoning, MessageID: thoughtID})
+		}
+		if d.Text != "" {
+			if textID == "" {
+				textID = newMessageID()
+			}
+			emit(Event{Kind: EventText, Text: d.Text, MessageID: textID})
+		}
+	})
+}
+
+// usage is the context usage after resp: as the endpoint counted it, else
+// estimated.
+func (l *Loop) usage(req Request, resp Response, log *zap.Logger) ContextUsage {
+	u := resp.Usage
+	cu := ContextUsage{Used: u.PromptTokens + u.CompletionTokens, Size: l.window()}
+	if cu.Used == 0 {
+		cu.Used = u.TotalTokens
+	}
+	if !u.Reported || cu.Used == 0 {
+		cu.Used = estimateRequest(req) + completionTokens(resp.Message)
+		cu.Estimated = true
+		log.Debug("usage estimated: the endpoint reported none", zap.Int("used_tokens", cu.Used), zap.Int("bytes_per_token", bytesPerToken))
+	}
+	return cu
+}
+
+// estimatedUsage is the estimated size of the next request over conv.
+func (l *Loop) estimatedUsage(caller tools.Caller, extra ToolSource, conv []Message) ContextUsage {
+	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: SystemPrompt(caller.Cwd, l.OS)}}, conv...)}
+	return ContextUsage{Used: estimateRequest(req), Size: l.window(), Estimated: true}
+}
+
+// newMessageID names a model message for the editor (ACP wants UUIDs).
+func newMessageID() string { return uuid.NewString() }
 
 // abortedText is what the model is told for a call the cancel stopped or
 // never reached, matching the executor's aborted result.

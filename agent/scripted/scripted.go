@@ -20,6 +20,17 @@
 //	                     (wrapping agent.ErrProvider)
 //	hang        bool     after streaming reasoning/text, block until the
 //	                     request's context is cancelled, then return its error
+//	context_exceeded bool  fail as an endpoint does when the request exceeds
+//	                     the context window (the error wraps
+//	                     agent.ErrContextExceeded); "error" may give the text
+//	usage       object   {"prompt_tokens": N, "completion_tokens": M}: the
+//	                     usage the endpoint reports for this turn; absent
+//	                     means the endpoint reports none
+//
+// A compaction's summary request is an ordinary turn of its session: its
+// "text" is the summary. After a compaction the model no longer sees the
+// first prompt, only the summary in its place, so a tagged session's summary
+// text must repeat "[script:NAME]" for its later requests to keep the tag.
 //
 // Example:
 //
@@ -65,6 +76,8 @@ type turn struct {
 	finish    agent.FinishReason
 	err       string
 	hang      bool
+	exceeded  bool
+	usage     agent.Usage
 }
 
 type call struct {
@@ -129,9 +142,14 @@ func parseTurn(line []byte) (string, turn, error) {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 		} `json:"tool_calls"`
-		Finish string `json:"finish"`
-		Error  string `json:"error"`
-		Hang   bool   `json:"hang"`
+		Finish   string `json:"finish"`
+		Error    string `json:"error"`
+		Hang     bool   `json:"hang"`
+		Exceeded bool   `json:"context_exceeded"`
+		Usage    *struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	// A misspelt field in a hand-written script should fail loudly, not
@@ -146,10 +164,17 @@ func parseTurn(line []byte) (string, turn, error) {
 	if raw.Tag != "" && !tagName.MatchString(raw.Tag) {
 		return "", turn{}, fmt.Errorf("tag %q: use letters, digits, '_', '-' or '.'", raw.Tag)
 	}
-	if raw.Error != "" && raw.Hang {
-		return "", turn{}, errors.New(`a turn cannot both "error" and "hang"`)
+	if (raw.Error != "" || raw.Exceeded) && raw.Hang {
+		return "", turn{}, errors.New(`a turn cannot both fail and "hang"`)
 	}
-	t := turn{reasoning: raw.Reasoning, text: raw.Text, err: raw.Error, hang: raw.Hang}
+	t := turn{reasoning: raw.Reasoning, text: raw.Text, err: raw.Error, hang: raw.Hang, exceeded: raw.Exceeded}
+	if u := raw.Usage; u != nil {
+		if u.PromptTokens < 0 || u.CompletionTokens < 0 {
+			return "", turn{}, errors.New("usage: token counts cannot be negative")
+		}
+		t.usage = agent.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+			TotalTokens: u.PromptTokens + u.CompletionTokens, Reported: true}
+	}
 	for i, c := range raw.ToolCalls {
 		if c.Name == "" {
 			return "", turn{}, fmt.Errorf("tool_calls[%d]: missing name", i)
@@ -243,6 +268,12 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 		emit(agent.Delta{Text: piece})
 	}
 	switch {
+	case t.exceeded:
+		msg := t.err
+		if msg == "" {
+			msg = "This model's maximum context length is exceeded (scripted)"
+		}
+		return agent.Response{}, fmt.Errorf("%w: %w", agent.ErrContextExceeded, &scriptError{msg})
 	case t.err != "":
 		return agent.Response{}, &scriptError{t.err}
 	case t.hang:
@@ -262,7 +293,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 			Arguments: c.arguments,
 		})
 	}
-	return agent.Response{Message: msg, FinishReason: t.finish}, nil
+	return agent.Response{Message: msg, FinishReason: t.finish, Usage: t.usage}, nil
 }
 
 // pieces splits s into words, each keeping the whitespace after it, so the

@@ -209,7 +209,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "not an object", script: `["text"]`, want: "test.jsonl:1: not a turn object"},
 		{name: "bad finish", script: `{"finish":"done"}`, want: `test.jsonl:1: finish "done"`},
 		{name: "tool call without name", script: `{"tool_calls":[{"arguments":{}}]}`, want: "test.jsonl:1: tool_calls[0]: missing name"},
-		{name: "error and hang", script: `{"error":"x","hang":true}`, want: `test.jsonl:1: a turn cannot both "error" and "hang"`},
+		{name: "error and hang", script: `{"error":"x","hang":true}`, want: `test.jsonl:1: a turn cannot both fail and "hang"`},
 		{name: "bad tag", script: `{"tag":"two words"}`, want: `test.jsonl:1: tag "two words"`},
 	}
 	for _, tt := range tests {

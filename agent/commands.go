@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// Command is a slash command the agent answers itself.
+type Command struct {
+	// Name is the command without its slash.
+	Name        string
+	Description string
+	// Hint describes the text after the name; empty when it takes none.
+	Hint string
+}
+
+// Slash command names.
+const (
+	CommandCompact = "compact"
+	CommandTasks   = "tasks"
+	CommandKill    = "kill"
+)
+
+// Commands are the slash commands, in the order an editor lists them.
+func Commands() []Command {
+	return []Command{
+		{Name: CommandCompact, Description: "Summarize the conversation so far to free the context window", Hint: "optional focus for the summary"},
+		{Name: CommandTasks, Description: "List this session's background tasks"},
+		{Name: CommandKill, Description: "Stop one of this session's background tasks", Hint: "task id, e.g. bash-1"},
+	}
+}
+
+// ParseCommand reads a prompt that starts with one of Commands: its name and
+// the text after it. Any other prompt, "/word" included, is not a command.
+func ParseCommand(prompt string) (name, arg string, ok bool) {
+	s := strings.TrimSpace(prompt)
+	if !strings.HasPrefix(s, "/") {
+		return "", "", false
+	}
+	word, rest, _ := strings.Cut(s[1:], " ")
+	if i := strings.IndexAny(word, "\t\n\r"); i >= 0 {
+		word, rest = word[:i], word[i+1:]+" "+rest
+	}
+	for _, c := range Commands() {
+		if c.Name == word {
+			return word, strings.TrimSpace(rest), true
+		}
+	}
+	return "", "", false
+}
+
+// Tasks answers /tasks and /kill for a session's background tasks.
+type Tasks interface {
+	// ListTasks describes the caller's session's background tasks for a
+	// person: id, command, status and age.
+	ListTasks(caller tools.Caller) string
+	// KillTask stops one of the caller's tasks as bash_kill does, ownership
+	// fence included, and says what happened.
+	KillTask(caller tools.Caller, id string) string
+}
+
+// runCommand answers a slash command without asking the model anything but
+// a summary. Nothing of it enters the history the model sees, except the
+// summary a /compact puts there.
+func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit func(Event), log *zap.Logger) (Outcome, error) {
+	out := Outcome{Stop: StopEndTurn}
+	say := func(text string) {
+		emit(Event{Kind: EventText, Text: text, MessageID: newMessageID()})
+	}
+	switch name {
+	case CommandCompact:
+		conv := append([]Message(nil), t.History...)
+		next, _, err := l.compact(ctx, t.Model, conv, TriggerManual, arg, emit, log)
+		switch {
+		case errors.Is(err, ErrNothingToCompact):
+			say("Nothing to compact yet: the conversation is short enough to keep as it is.")
+		case err != nil:
+			if ctx.Err() != nil {
+				out.Stop = StopCancelled
+			}
+		default:
+			out.History = next
+			out.Usage = l.estimatedUsage(t.Caller, t.Extra, next)
+			emit(Event{Kind: EventUsage, Usage: out.Usage})
+		}
+	case CommandTasks:
+		if l.Tasks == nil {
+			say("This agent has no background tasks.")
+			break
+		}
+		say(l.Tasks.ListTasks(t.Caller))
+	case CommandKill:
+		switch {
+		case arg == "":
+			say("Usage: /kill <task-id> (see /tasks for the ids)")
+		case l.Tasks == nil:
+			say("This agent has no background tasks.")
+		default:
+			say(l.Tasks.KillTask(t.Caller, strings.Fields(arg)[0]))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+)
+
+// Compaction triggers.
+const (
+	TriggerAuto   = "auto"
+	TriggerManual = "manual"
+)
+
+// Compaction is one replacement of the older part of a conversation by a
+// summary the model wrote of it.
+//
+// The conversation it applies to is the one the turn sends the model: the
+// turn's History followed by every message added since (Outcome.Messages so
+// far), with earlier compactions of the turn applied. After it, that
+// conversation is Message() followed by its messages from KeptFrom on.
+type Compaction struct {
+	// ID is the tool call id the editor is shown for it.
+	ID string
+	// Trigger is TriggerAuto or TriggerManual; Focus is the /compact focus,
+	// if any.
+	Trigger string
+	Focus   string
+	// Summary is the model's summary (set once it succeeded).
+	Summary string
+	// KeptFrom is the index of the first message kept verbatim; it is also
+	// how many messages the summary replaced. len(conversation) when none
+	// was kept.
+	KeptFrom int
+	// PreTokens and PostTokens are the conversation's estimated size before
+	// and after, in tokens (system prompt and tools not counted).
+	PreTokens  int
+	PostTokens int
+}
+
+// summaryIntro opens the user message that stands for the summarized part.
+const summaryIntro = "The earlier part of this conversation was compacted to fit the context window. Summary of it:\n\n"
+
+// Message is the user message that stands for the summarized messages.
+func (c Compaction) Message() Message {
+	return Message{Role: RoleUser, Content: summaryIntro + c.Summary}
+}
+
+// SummaryMessage builds the message a stored compaction stands for, for a
+// session rebuilt from its store.
+func SummaryMessage(summary string) Message {
+	return Compaction{Summary: summary}.Message()
+}
+
+// ErrNothingToCompact: the conversation has nothing older than what is kept.
+var ErrNothingToCompact = errors.New("nothing to compact yet")
+
+// keepTurns is how many of the latest turns a compaction keeps verbatim when
+// they fit keepShare of the window.
+const (
+	keepTurns = 2
+	keepShare = 0.25
+)
+
+// cutPoint chooses where the kept part of conv starts: before a user
+// message (a turn boundary) when the last turns fit budget, else before an
+// assistant message of the last turn, else nothing is kept. Never before a
+// tool result, so a tool call is never separated from its result; never 0,
+// so something is summarized. 0 only for an empty conversation.
+func cutPoint(conv []Message, budget int) int {
+	var users []int
+	for i, m := range conv {
+		if i > 0 && m.Role == RoleUser {
+			users = append(users, i)
+		}
+	}
+	for j := max(0, len(users)-keepTurns); j < len(users); j++ {
+		if EstimateMessages(conv[users[j]:]) <= budget {
+			return users[j]
+		}
+	}
+	start := 1
+	if len(users) > 0 {
+		start = users[len(users)-1] + 1
+	}
+	for i := start; i < len(conv); i++ {
+		if conv[i].Role == RoleAssistant && EstimateMessages(conv[i:]) <= budget {
+			return i
+		}
+	}
+	return len(conv)
+}
+
+// summarySystem is the system prompt of a summary request.
+const summarySystem = `You write the summary that replaces the older part of a conversation between a user and dsh, a coding agent working in the user's editor through a bash tool. The agent will continue the work from your summary alone: the messages you summarize are dropped.
+
+Write a concise, factual summary with these parts:
+1. The user's goals and requests, in their own words where the wording matters.
+2. Decisions taken, constraints and preferences the user stated.
+3. Files, directories and commands that matter: exact paths, exact commands, and what they showed (errors, versions, results).
+4. Background tasks: every task id (bash-N) with its command and its last known state (running, finished with exit code N, killed).
+5. What the user asked last and what remains to be done.
+
+Leave out pleasantries and output that no longer matters. Do not call tools; answer with the summary only.`
+
+// maxRenderedResult bounds one tool result in the summary request: its
+// beginning and its end are kept.
+const maxRenderedResult = 4000
+
+// summaryRequest asks the model to summarize msgs.
+func summaryRequest(msgs []Message, focus string) Request {
+	var b strings.Builder
+	b.WriteString("Summarize the conversation below.")
+	if focus != "" {
+		fmt.Fprintf(&b, " Focus on: %s", focus)
+	}
+	b.WriteString("\n\n<conversation>\n")
+	for _, m := range msgs {
+		switch m.Role {
+		case RoleTool:
+			fmt.Fprintf(&b, "[tool result %s]\n%s\n\n", m.ToolCallID, cutMiddle(m.Content, maxRenderedResult))
+		default:
+			fmt.Fprintf(&b, "[%s]\n", m.Role)
+			if m.Content != "" {
+				b.WriteString(m.Content)
+				b.WriteString("\n")
+			}
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(&b, "[tool call %s: %s %s]\n", c.ID, c.Name, c.Arguments)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("</conversation>")
+	return Request{Messages: []Message{
+		{Role: RoleSystem, Content: summarySystem},
+		{Role: RoleUser, Content: b.String()},
+	}}
+}
+
+// cutMiddle keeps the first and last max/2 bytes of s (at rune
+// boundaries), saying how much was cut.
+func cutMiddle(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head, tail := max/2, len(s)-max/2
+	for head > 0 && !runeStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !runeStart(s[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s\n[… %d bytes cut …]\n%s", s[:head], tail-head, s[tail:])
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// compact summarizes the older part of conv (asking model, empty for the
+// provider's own) and returns the new
+// conversation. The editor sees it start and end (EventCompactionStart,
+// EventCompactionEnd); on failure conv is returned unchanged with the error.
+func (l *Loop) compact(ctx context.Context, model string, conv []Message, trigger, focus string, emit func(Event), log *zap.Logger) ([]Message, Compaction, error) {
+	budget := int(float64(l.window()) * keepShare)
+	k := cutPoint(conv, budget)
+	if k == 0 {
+		return conv, Compaction{}, ErrNothingToCompact
+	}
+	c := Compaction{ID: "compact-" + uuid.NewString(), Trigger: trigger, Focus: focus, KeptFrom: k, PreTokens: EstimateMessages(conv)}
+	emit(Event{Kind: EventCompactionStart, Compaction: c})
+	fail := func(err error) ([]Message, Compaction, error) {
+		log.Warn("compaction failed", zap.String("trigger", trigger), zap.Error(err))
+		emit(Event{Kind: EventCompactionEnd, Compaction: c, Err: err})
+		return conv, c, err
+	}
+	req := summaryRequest(conv[:k], focus)
+	req.Model = model
+	resp, err := l.Provider.Stream(ctx, req, func(Delta) {})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(fmt.Errorf("compaction cancelled: %w", ctx.Err()))
+		}
+		if !errors.Is(err, ErrProvider) {
+			err = fmt.Errorf("%w: summary request: %w", ErrProvider, err)
+		}
+		return fail(err)
+	}
+	summary := strings.TrimSpace(resp.Message.Content)
+	if summary == "" {
+		return fail(fmt.Errorf("%w: the model answered the summary request with no text", ErrProvider))
+	}
+	c.Summary = summary
+	next := make([]Message, 0, 1+len(conv)-k)
+	next = append(next, c.Message())
+	next = append(next, conv[k:]...)
+	c.PostTokens = EstimateMessages(next)
+	log.Info("conversation compacted", zap.String("trigger", trigger), zap.Int("messages", k),
+		zap.Int("pre_tokens", c.PreTokens), zap.Int("post_tokens", c.PostTokens))
+	emit(Event{Kind: EventCompactionEnd, Compaction: c})
+	return next, c, nil
+}
+
+// window is the context window in tokens.
+func (l *Loop) window() int {
+	if l.ContextWindow > 0 {
+		return l.ContextWindow
+	}
+	return DefaultContextWindow
+}
+
+// threshold is the request size past which the request is compacted first.
+func (l *Loop) threshold() int {
+	share := l.CompactAt
+	if share <= 0 || share > 1 {
+		share = DefaultCompactAt
+	}
+	return int(float64(l.window()) * share)
+}
