@@ -147,6 +147,8 @@ type TaskInfo struct {
 	Command string
 	Workdir string
 	Status  Status
+	// Started is when the task was started.
+	Started time.Time
 }
 
 // Chunk is the part of one stream produced since the previous read.

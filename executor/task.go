@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -18,6 +19,7 @@ type task struct {
 	owner   string
 	command string
 	workdir string
+	started time.Time
 	p       *proc // nil when the command could not start
 
 	// mu guards status.
@@ -32,7 +34,7 @@ func (t *task) getStatus() Status {
 }
 
 func (t *task) info() TaskInfo {
-	return TaskInfo{ID: t.id, Owner: t.owner, Command: t.command, Workdir: t.workdir, Status: t.getStatus()}
+	return TaskInfo{ID: t.id, Owner: t.owner, Command: t.command, Workdir: t.workdir, Status: t.getStatus(), Started: t.started}
 }
 
 // Start runs spec in the background. See Executor.Start.
@@ -61,7 +63,7 @@ func (l *Local) Start(spec Spec) (string, error) {
 		num = int64(l.nextTask)
 	}
 	id := "bash-" + strconv.FormatInt(num, 10)
-	t := &task{id: id, owner: spec.Owner, command: spec.Command, workdir: spec.Workdir, status: Status{State: Running}}
+	t := &task{id: id, owner: spec.Owner, command: spec.Command, workdir: spec.Workdir, started: time.Now(), status: Status{State: Running}}
 	l.tasks[id] = t
 	// Counted before the lock is released so Close waits for this task's
 	// end to be delivered, whatever happens next.

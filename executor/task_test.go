@@ -102,7 +102,10 @@ func TestStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantInfo := executor.TaskInfo{ID: "bash-1", Owner: "s1", Command: "exit 3", Workdir: dir, Status: want.Status}
+	if time.Since(info.Started) > time.Minute || info.Started.After(time.Now()) {
+		t.Errorf("started %v, want just now", info.Started)
+	}
+	wantInfo := executor.TaskInfo{ID: "bash-1", Owner: "s1", Command: "exit 3", Workdir: dir, Status: want.Status, Started: info.Started}
 	if d := cmp.Diff(wantInfo, info); d != "" {
 		t.Errorf("info (-want +got):\n%s", d)
 	}

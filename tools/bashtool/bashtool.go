@@ -86,6 +86,10 @@ type Options struct {
 type Set struct {
 	log   *zap.Logger
 	tools []tools.Tool
+	kill  *killTool
+	// lister lists a session's tasks for /tasks; nil when the executor
+	// cannot.
+	lister TaskLister
 
 	unsubscribe func()
 
@@ -113,11 +117,13 @@ func New(opts Options) (*Set, error) {
 	log = log.Named("bashtool")
 	ex := opts.Executor
 	s := &Set{log: log, notify: opts.Notify}
+	s.lister, _ = ex.(TaskLister)
+	s.kill = &killTool{tasks: ex, schema: taskSchema("to stop")}
 	s.tools = []tools.Tool{
 		&bashTool{runner: ex, tasks: ex, limits: lim, log: log,
 			description: bashDescription(lim.DefaultTimeout, lim.MaxTimeout), schema: bashSchema(lim.DefaultTimeout, lim.MaxTimeout)},
 		&outputTool{tasks: ex, schema: taskSchema("to read")},
-		&killTool{tasks: ex, schema: taskSchema("to stop")},
+		s.kill,
 	}
 	if opts.Notify != nil {
 		s.unsubscribe = ex.Subscribe(s.taskEnded)
