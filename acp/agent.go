@@ -70,6 +70,8 @@ type Agent struct {
 	// handled (see inbound.passNotification).
 	slots  chan struct{}
 	models *models
+	// announce sends a new session's commands after its reply.
+	announce announcer
 
 	// mu guards conn and terminalOutput.
 	mu   sync.Mutex
@@ -111,7 +113,10 @@ func New(opts Options) (*Agent, error) {
 // Serve is called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	stop := make(chan struct{})
-	w := &lockedWriter{w: out, written: a.order.written}
+	w := &lockedWriter{w: out, written: func(frame []byte) {
+		a.order.written(frame)
+		a.announce.written(frame)
+	}}
 	sdkIn, startInput := a.filterInput(in, w, stop)
 	conn := acpsdk.NewAgentSideConnection(a, w, sdkIn)
 	conn.SetLogger(logbridge.New(a.log.Named("sdk")))

@@ -266,11 +266,14 @@ func (c *testClient) waitUpdate(t *testing.T, ctx context.Context, sid acpsdk.Se
 }
 
 // updatesOf returns the session's turn updates: without the session-level
-// ones (title, config options, mode), which allUpdatesOf includes.
+// ones (title, config options, mode, the commands announced after
+// session/new) and the usage after each response, which allUpdatesOf
+// includes.
 func (c *testClient) updatesOf(sid acpsdk.SessionId) []acpsdk.SessionUpdate {
 	var out []acpsdk.SessionUpdate
 	for _, u := range c.allUpdatesOf(sid) {
-		if u.SessionInfoUpdate == nil && u.ConfigOptionUpdate == nil && u.CurrentModeUpdate == nil {
+		if u.SessionInfoUpdate == nil && u.ConfigOptionUpdate == nil && u.CurrentModeUpdate == nil &&
+			u.AvailableCommandsUpdate == nil && u.UsageUpdate == nil {
 			out = append(out, u)
 		}
 	}
@@ -382,6 +385,8 @@ type harnessOptions struct {
 	// mcp configures the sessions' MCP servers (a short kill grace is
 	// added when zero).
 	mcp acp.MCPOptions
+	// contextWindow is the loop's context window; zero means the default.
+	contextWindow int
 }
 
 type harness struct {
@@ -457,7 +462,7 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	a, err := acp.New(acp.Options{
 		MCP:            o.mcp,
 		Sessions:       reg,
-		Loop:           &agent.Loop{Provider: o.provider, Tools: tl, Logger: log.Named("agent")},
+		Loop:           &agent.Loop{Provider: o.provider, Tools: tl, Tasks: set, ContextWindow: o.contextWindow, Logger: log.Named("agent")},
 		Rules:          o.rules,
 		Name:           "dsh-acp-test",
 		Version:        "1.2.3",
@@ -546,6 +551,9 @@ func (h *harness) newSession(mode sessions.Mode, dir ...string) (acpsdk.SessionI
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	// The commands are announced once the reply is out; waiting for them
+	// keeps them out of the way of what the test does next.
+	h.client.waitUpdate(h.t, h.ctx, resp.SessionId, "available commands", func(u acpsdk.SessionUpdate) bool { return u.AvailableCommandsUpdate != nil })
 	if mode != "" && mode != sessions.ModeAsk {
 		if _, err := h.conn.SetSessionMode(h.ctx, acpsdk.SetSessionModeRequest{SessionId: resp.SessionId, ModeId: acpsdk.SessionModeId(mode)}); err != nil {
 			h.t.Fatal(err)

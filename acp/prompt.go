@@ -62,6 +62,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		History:  s.History(),
 		Prompt:   promptText(p.Prompt),
 		Model:    s.Model(),
+		Usage:    s.Usage(),
 		Notices:  s.DrainNotices,
 		Approver: a.approver(s, conn, log),
 		Record:   rec.record,
@@ -72,9 +73,9 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	})
 	flushNotes()
 	// History is appended before end() lets a superseding turn start, so the
-	// next turn sees this one's messages; the store is synced at this turn
-	// boundary, however the turn ended.
-	s.Append(out.Messages...)
+	// next turn sees this one's messages (or the compacted history); the
+	// store is synced at this turn boundary, however the turn ended.
+	s.Finish(out)
 	s.Sync()
 	if runErr != nil {
 		log.Warn("prompt failed", zap.Error(runErr))

@@ -26,6 +26,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (res
 	log := a.sessionLogger(s.ID)
 	log.Info("session created", zap.String("cwd", s.Cwd))
 	a.startServers(s, p.McpServers)
+	a.announceAfterReply(s.ID)
 	return acpsdk.NewSessionResponse{
 		SessionId:     acpsdk.SessionId(s.ID),
 		Modes:         modeState(s),

@@ -205,6 +205,7 @@ func TestPromptStreamsTextAndThoughts(t *testing.T) {
 			got = append(got, "thought:"+u.AgentThoughtChunk.Content.Text.Text)
 		case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
 			got = append(got, "text:"+u.AgentMessageChunk.Content.Text.Text)
+		case u.UsageUpdate != nil, u.AvailableCommandsUpdate != nil:
 		default:
 			got = append(got, "other")
 		}

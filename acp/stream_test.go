@@ -56,6 +56,8 @@ func (c *rawConn) send(line string) {
 
 type frame struct {
 	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *struct {
 		Code    int    `json:"code"`

@@ -542,6 +542,10 @@ func (c *rawConn) newSession(id int) string {
 	if err := json.Unmarshal(c.recv().Result, &res); err != nil {
 		c.t.Fatal(err)
 	}
+	// The commands follow the reply, before anything else of the session.
+	if f := c.recv(); f.Method != "session/update" || !strings.Contains(string(f.Params), "available_commands_update") {
+		c.t.Fatalf("after session/new: %+v, want available_commands_update", f)
+	}
 	return res.SessionID
 }
 

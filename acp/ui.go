@@ -73,9 +73,9 @@ func (u *turnUI) send(up acpsdk.SessionUpdate) {
 func (u *turnUI) handle(e agent.Event) {
 	switch e.Kind {
 	case agent.EventText:
-		u.send(acpsdk.UpdateAgentMessageText(e.Text))
+		u.send(messageChunk(e))
 	case agent.EventThought:
-		u.send(acpsdk.UpdateAgentThoughtText(e.Text))
+		u.send(thoughtChunk(e))
 	case agent.EventToolCall:
 		u.send(u.startCall(e.Call))
 	case agent.EventToolRunning:
@@ -86,6 +86,12 @@ func (u *turnUI) handle(e agent.Event) {
 	case agent.EventToolResult:
 		lc := u.stopLive(e.Call.ID, true)
 		u.send(u.finishCall(e.Call, e.Result, lc))
+	case agent.EventUsage:
+		u.send(usageUpdate(e.Usage))
+	case agent.EventCompactionStart:
+		u.send(compactionStart(e.Compaction))
+	case agent.EventCompactionEnd:
+		u.send(compactionEnd(e.Compaction, e.Err))
 	}
 }
 

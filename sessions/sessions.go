@@ -234,6 +234,7 @@ type Session struct {
 	// mu guards every field below.
 	mu       sync.Mutex
 	history  []agent.Message
+	usage    agent.ContextUsage
 	notices  []notice
 	mode     Mode
 	allowed  map[string]bool
