@@ -208,11 +208,14 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	a.agent, err = acp.New(acp.Options{
 		Sessions: a.sessions,
 		Loop: &agent.Loop{
-			Provider:    provider,
-			Tools:       a.toolset.Tools(),
-			MaxRequests: cfg.maxRequests,
-			OS:          runtime.GOOS,
-			Logger:      log.Named("agent"),
+			Provider:      provider,
+			Tools:         a.toolset.Tools(),
+			MaxRequests:   cfg.maxRequests,
+			OS:            runtime.GOOS,
+			ContextWindow: cfg.window(),
+			CompactAt:     cfg.compactAt,
+			Tasks:         a.toolset,
+			Logger:        log.Named("agent"),
 		},
 		Rules: permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
 		MCP: acp.MCPOptions{

@@ -32,6 +32,9 @@ func TestCommandLine(t *testing.T) {
 		{name: "bad flag", args: []string{"--frobnicate"}, wantCode: 2, wantStderr: "Run 'dsh-acp --help'"},
 		{name: "serve stray argument", args: []string{"serve", "x"}, wantCode: 2, wantStderr: "flags only"},
 		{name: "exec bad flag after prompt", args: []string{"exec", "hi", "--frobnicate"}, wantCode: 2, wantStderr: "frobnicate"},
+		{name: "compact-at above 1", args: []string{"--compact-at", "1.5"}, wantCode: 2, wantStderr: "--compact-at must be above 0 and at most 1"},
+		{name: "negative context window", args: []string{"--context-window", "-5"}, wantCode: 2, wantStderr: "--context-window must be positive"},
+		{name: "help names the window", args: []string{"--help"}, wantStdout: "--context-window TOKENS"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,11 @@ type config struct {
 	deny         stringList
 	keepEnv      stringList
 	maxRequests  int
+	// contextWindow is --context-window in tokens; zero means the table of
+	// known models (agent.ContextWindow).
+	contextWindow int
+	// compactAt is --compact-at, a share of the window.
+	compactAt    float64
 	modelTimeout time.Duration
 	timeout      time.Duration
 	maxTimeout   time.Duration
@@ -94,6 +99,8 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.Var(&cfg.keepEnv, "keep-env", "pass this credential-looking environment `NAME` to commands anyway (repeatable)")
 	fs.DurationVar(&cfg.modelTimeout, "model-timeout", openai.DefaultIdleTimeout, "fail a model request, naming the endpoint, after this long without a byte from it")
 	fs.IntVar(&cfg.maxRequests, "max-requests", agent.DefaultMaxRequests, "model requests allowed per prompt before it stops with max_turn_requests")
+	fs.IntVar(&cfg.contextWindow, "context-window", 0, "the model's context window in `TOKENS` (default: known models' own, else 128000)")
+	fs.Float64Var(&cfg.compactAt, "compact-at", agent.DefaultCompactAt, "compact the conversation before a request that would fill this `SHARE` of the context window (0 < SHARE <= 1)")
 	def := executor.DefaultLimits()
 	fs.DurationVar(&cfg.timeout, "timeout", def.DefaultTimeout, "default timeout of a foreground command")
 	fs.DurationVar(&cfg.maxTimeout, "max-timeout", def.MaxTimeout, "largest timeout a command may ask for")
@@ -218,6 +225,19 @@ func parseExec(args []string, getenv env) (*config, error) {
 	return cfg, cfg.validate()
 }
 
+// window is the model's context window in tokens: --context-window, else
+// the table of known models.
+func (c *config) window() int {
+	if c.contextWindow > 0 {
+		return c.contextWindow
+	}
+	model := c.model
+	if model == "" {
+		model = openai.DefaultModel
+	}
+	return agent.ContextWindow(model)
+}
+
 // limits is the one limits value the executor and the tools get.
 func (c *config) limits() executor.Limits {
 	l := executor.DefaultLimits()
@@ -228,6 +248,12 @@ func (c *config) limits() executor.Limits {
 func (c *config) validate() error {
 	if c.maxRequests <= 0 {
 		return fmt.Errorf("--max-requests must be positive, got %d", c.maxRequests)
+	}
+	if c.contextWindow < 0 {
+		return fmt.Errorf("--context-window must be positive, got %d", c.contextWindow)
+	}
+	if c.compactAt <= 0 || c.compactAt > 1 {
+		return fmt.Errorf("--compact-at must be above 0 and at most 1, got %v", c.compactAt)
 	}
 	if c.modelTimeout <= 0 {
 		return fmt.Errorf("--model-timeout must be positive, got %v", c.modelTimeout)
