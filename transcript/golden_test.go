@@ -66,6 +66,38 @@ var (
 type normaliser struct {
 	root     string
 	sessions map[string]string
+	// ids labels the UUIDs that are not session ids, by the key they are
+	// the value of ("messageId" → $MESSAGE1, …).
+	ids map[string]string
+}
+
+// idLabels are the keys whose UUID values get labels of their own.
+var idLabels = map[string]string{"messageId": "$MESSAGE", "toolCallId": "$CALL"}
+
+// label replaces the UUIDs in s, the value of key, with labels of their
+// kind, numbered in order of first appearance.
+func (n *normaliser) label(key, s string) string {
+	prefix := idLabels[key]
+	return uuidRE.ReplaceAllStringFunc(s, func(id string) string {
+		if v, ok := n.sessions[id]; ok {
+			return v
+		}
+		if n.ids == nil {
+			n.ids = map[string]string{}
+		}
+		if v, ok := n.ids[id]; ok {
+			return v
+		}
+		count := 1
+		for _, v := range n.ids {
+			if strings.HasPrefix(v, prefix) {
+				count++
+			}
+		}
+		v := prefix + strconv.Itoa(count)
+		n.ids[id] = v
+		return v
+	})
 }
 
 func (n *normaliser) str(s string) string {
@@ -74,6 +106,9 @@ func (n *normaliser) str(s string) string {
 	s = spillFileRE.ReplaceAllString(s, "$1-*.log")
 	s = uuidRE.ReplaceAllStringFunc(s, func(id string) string {
 		if v, ok := n.sessions[id]; ok {
+			return v
+		}
+		if v, ok := n.ids[id]; ok {
 			return v
 		}
 		v := "$SESSION" + strconv.Itoa(len(n.sessions)+1)
@@ -107,7 +142,15 @@ func (n *normaliser) value(v any) any {
 				out[k] = "$TIME" // rule 8
 				continue
 			}
+			if str, ok := x[k].(string); ok && idLabels[k] != "" {
+				x[k] = n.label(k, str)
+			}
 			out[n.str(k)] = n.value(x[k])
+		}
+		// An estimated usage depends on the length of $TMP (the system
+		// prompt names the cwd): only its presence is pinned.
+		if meta, _ := out["_meta"].(map[string]any); out["sessionUpdate"] == "usage_update" && meta["estimated"] == true {
+			out["used"] = "$ESTIMATE"
 		}
 		return out
 	}

@@ -63,6 +63,11 @@ func (h *harness) do(s step) error {
 			return fmt.Errorf("session/new answered %s", res)
 		}
 		h.sessions[s.As] = r.SessionID
+		// The agent announces its commands right after the reply; waiting
+		// for them keeps the record in one order.
+		if err := h.awaitUpdate(step{Session: s.As, Match: json.RawMessage(`{"sessionUpdate":"available_commands_update"}`)}); err != nil {
+			return err
+		}
 		if s.Mode != "" {
 			_, err = h.callWait("session/set_mode", map[string]any{"sessionId": r.SessionID, "modeId": s.Mode})
 		}
