@@ -107,9 +107,13 @@ Write a concise, factual summary with these parts:
 
 Leave out pleasantries and output that no longer matters. Do not call tools; answer with the summary only.`
 
-// maxRenderedResult bounds one tool result in the summary request: its
-// beginning and its end are kept.
-const maxRenderedResult = 4000
+// maxRenderedResult and maxRenderedMessage bound one tool result and one
+// other message in the summary request, so that it fits even when a single
+// message did not: their beginning and their end are kept.
+const (
+	maxRenderedResult  = 4000
+	maxRenderedMessage = 16000
+)
 
 // summaryRequest asks the model to summarize msgs.
 func summaryRequest(msgs []Message, focus string) Request {
@@ -126,7 +130,7 @@ func summaryRequest(msgs []Message, focus string) Request {
 		default:
 			fmt.Fprintf(&b, "[%s]\n", m.Role)
 			if m.Content != "" {
-				b.WriteString(m.Content)
+				b.WriteString(cutMiddle(m.Content, maxRenderedMessage))
 				b.WriteString("\n")
 			}
 			for _, c := range m.ToolCalls {
@@ -167,7 +171,9 @@ func runeStart(b byte) bool { return b&0xC0 != 0x80 }
 func (l *Loop) compact(ctx context.Context, model string, conv []Message, trigger, focus string, emit func(Event), log *zap.Logger) ([]Message, Compaction, error) {
 	budget := int(float64(l.window()) * keepShare)
 	k := cutPoint(conv, budget)
-	if k == 0 {
+	// An automatic compaction of one message would only summarize the
+	// prompt in hand: the request goes as it is (and the endpoint judges).
+	if k == 0 || (trigger == TriggerAuto && k < 2) {
 		return conv, Compaction{}, ErrNothingToCompact
 	}
 	c := Compaction{ID: "compact-" + uuid.NewString(), Trigger: trigger, Focus: focus, KeptFrom: k, PreTokens: EstimateMessages(conv)}
