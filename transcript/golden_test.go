@@ -67,8 +67,13 @@ type normaliser struct {
 	root     string
 	sessions map[string]string
 	// ids labels the UUIDs that are not session ids, by the key they are
-	// the value of ("messageId" → $MESSAGE1, …).
+	// the value of ("messageId" → $MESSAGE1, …), numbered per session
+	// (sessions run concurrently).
 	ids map[string]string
+	// counts numbers the labels: session label + prefix → last number.
+	counts map[string]int
+	// session is the label of the session of the frame being normalised.
+	session string
 }
 
 // idLabels are the keys whose UUID values get labels of their own.
@@ -83,18 +88,13 @@ func (n *normaliser) label(key, s string) string {
 			return v
 		}
 		if n.ids == nil {
-			n.ids = map[string]string{}
+			n.ids, n.counts = map[string]string{}, map[string]int{}
 		}
 		if v, ok := n.ids[id]; ok {
 			return v
 		}
-		count := 1
-		for _, v := range n.ids {
-			if strings.HasPrefix(v, prefix) {
-				count++
-			}
-		}
-		v := prefix + strconv.Itoa(count)
+		n.counts[n.session+prefix]++
+		v := prefix + strconv.Itoa(n.counts[n.session+prefix])
 		n.ids[id] = v
 		return v
 	})
@@ -335,6 +335,14 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 	for _, f := range frames {
 		var v any = string(f.line)
 		if f.ok {
+			n.session = ""
+			if m, ok := f.val.(map[string]any); ok {
+				if p, ok := m["params"].(map[string]any); ok {
+					if sid, ok := p["sessionId"].(string); ok {
+						n.session = n.str(sid)
+					}
+				}
+			}
 			v = n.value(f.val)
 		} else {
 			v = n.str(string(f.line))
