@@ -271,3 +271,71 @@ func TestTaskCommandsFenced(t *testing.T) {
 		t.Errorf("%d model requests for slash commands", n-models)
 	}
 }
+
+// TestCompactionAcrossRestart: a compaction is stored with the session; a
+// load replays its tool call, and the model gets the compacted history
+// after the restart, not the whole one.
+func TestCompactionAcrossRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	answer := func(_ int, req agent.Request, _ func(agent.Delta)) (agent.Response, error) {
+		if len(req.Tools) == 0 {
+			return text("They asked twice."), nil
+		}
+		return bash("c1", "echo hi"), nil
+	}
+	calls := 0
+	p1 := &requestLog{answer: func(n int, req agent.Request, emit func(agent.Delta)) (agent.Response, error) {
+		if len(req.Tools) > 0 {
+			calls++
+			if calls%2 == 0 {
+				return text("ok"), nil
+			}
+		}
+		return answer(n, req, emit)
+	}}
+	h1 := newHarness(t, harnessOptions{provider: p1, store: newStore(t, dir)})
+	sid, cwd := h1.newSession(sessions.ModeAuto)
+	for _, prompt := range []string{"one", "two", "three"} {
+		if _, err := h1.prompt(sid, prompt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h1.prompt(sid, "/compact"); err != nil {
+		t.Fatal(err)
+	}
+	live := mustSession(t, h1, sid).History()
+	if _, err := h1.conn.CloseSession(h1.ctx, acpsdk.CloseSessionRequest{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+
+	p2 := &requestLog{answer: func(int, agent.Request, func(agent.Delta)) (agent.Response, error) { return text("fine"), nil }}
+	h2 := newHarness(t, harnessOptions{provider: p2, store: newStore(t, dir)})
+	if _, err := h2.conn.LoadSession(h2.ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	var replayed *acpsdk.SessionToolCallUpdate
+	for _, u := range h2.client.allUpdatesOf(sid) {
+		if u.ToolCall != nil && u.ToolCall.Title == "Compact conversation" {
+			if u.ToolCall.Kind != acpsdk.ToolKindThink {
+				t.Errorf("replayed compaction kind %q", u.ToolCall.Kind)
+			}
+		}
+		if u.ToolCallUpdate != nil && u.ToolCallUpdate.Meta["contextCompaction"] != nil {
+			replayed = u.ToolCallUpdate
+		}
+	}
+	if replayed == nil || !strings.Contains(replayed.Content[0].Content.Content.Text.Text, "messages summarized") {
+		t.Fatalf("load replayed no compaction: %+v", h2.client.allUpdatesOf(sid))
+	}
+	if diff := cmp.Diff(live, mustSession(t, h2, sid).History()); diff != "" {
+		t.Errorf("history after the restart (-live +loaded):\n%s", diff)
+	}
+	if _, err := h2.prompt(sid, "four"); err != nil {
+		t.Fatal(err)
+	}
+	sent := p2.requests()[0].Messages[1:]
+	if !strings.Contains(sent[0].Content, "They asked twice.") || len(sent) != len(live)+1 {
+		t.Errorf("request after the restart = %+v, want the compacted history and the prompt", sent)
+	}
+}

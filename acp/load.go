@@ -3,10 +3,13 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
@@ -26,6 +29,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (r
 	if !l.WasLive {
 		a.replay(ctx, l.Session.ID, l.Entries)
 	}
+	a.announceCommands(l.Session.ID)
 	return acpsdk.LoadSessionResponse{Modes: modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
 }
 
@@ -36,6 +40,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 	if err != nil {
 		return resp, toRequestError(err)
 	}
+	a.announceCommands(l.Session.ID)
 	return acpsdk.ResumeSessionResponse{Modes: modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
 }
 
@@ -87,17 +92,33 @@ func (a *Agent) replay(ctx context.Context, sid string, entries []store.Entry) {
 				a.sendUpdate(ctx, sid, acpsdk.UpdateUserMessage(b))
 			}
 		case store.Assistant:
+			// Replayed messages carry ids as live ones do: one for the
+			// reasoning, one for the text.
 			if v.Reasoning != "" {
-				a.sendUpdate(ctx, sid, acpsdk.UpdateAgentThoughtText(v.Reasoning))
+				a.sendUpdate(ctx, sid, thoughtChunk(agent.Event{Text: v.Reasoning, MessageID: uuid.NewString()}))
 			}
 			if v.Text != "" {
-				a.sendUpdate(ctx, sid, acpsdk.UpdateAgentMessageText(v.Text))
+				id := v.MessageID
+				if id == "" {
+					id = uuid.NewString()
+				}
+				a.sendUpdate(ctx, sid, messageChunk(agent.Event{Text: v.Text, MessageID: id}))
 			}
 			for _, c := range v.ToolCalls {
 				names[c.ID] = c.Name
 			}
 		case store.ToolResult:
 			a.sendUpdate(ctx, sid, replayedCall(v, names[v.CallID]))
+		case store.Compaction:
+			c := agent.Compaction{ID: v.CallID, Trigger: v.Trigger, Focus: v.Focus, KeptFrom: v.Replaced,
+				PreTokens: int(v.PreTokens), PostTokens: int(v.PostTokens)}
+			if c.ID == "" {
+				c.ID = fmt.Sprintf("compact-%d", e.Seq)
+			}
+			start := compactionStart(c)
+			start.ToolCall.Status = acpsdk.ToolCallStatusCompleted
+			a.sendUpdate(ctx, sid, start)
+			a.sendUpdate(ctx, sid, compactionEnd(c, nil))
 		}
 	}
 }

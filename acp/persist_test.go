@@ -130,11 +130,16 @@ func TestLoadAfterRestart(t *testing.T) {
 			replay = append(replay, "agent:"+u.AgentMessageChunk.Content.Text.Text)
 		case u.ToolCall != nil:
 			replay = append(replay, "tool:"+string(u.ToolCall.ToolCallId)+":"+u.ToolCall.Title+":"+string(u.ToolCall.Kind)+":"+string(u.ToolCall.Status))
+		case u.AvailableCommandsUpdate != nil:
+			replay = append(replay, "commands")
+		case u.UsageUpdate != nil:
+			replay = append(replay, fmt.Sprintf("usage of %d", u.UsageUpdate.Size))
 		default:
 			replay = append(replay, "other")
 		}
 	}
-	want := []string{"user:first line of the prompt\nmore", "tool:call_1:echo hi:execute:completed", "agent:done"}
+	// The replay, then the commands and the stored usage (the ring at once).
+	want := []string{"user:first line of the prompt\nmore", "tool:call_1:echo hi:execute:completed", "agent:done", "commands", "usage of 128000"}
 	if diff := cmp.Diff(want, replay); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
@@ -230,8 +235,8 @@ func TestTaskGoneAfterRestartAndDelete(t *testing.T) {
 	if _, err := h2.conn.ResumeSession(h2.ctx, acpsdk.ResumeSessionRequest{SessionId: sid, Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h2.client.allUpdatesOf(sid)); n != 0 {
-		t.Errorf("resume sent %d updates, want none", n)
+	if ups := h2.client.allUpdatesOf(sid); len(ups) != 2 || ups[0].AvailableCommandsUpdate == nil || ups[1].UsageUpdate == nil {
+		t.Errorf("resume sent %+v, want the commands and the usage only", ups)
 	}
 	if _, err := h2.prompt(sid, "poll"); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,14 @@ type recorder struct {
 
 // observe is the turn's Emit, before the UI sees the event.
 func (r *recorder) observe(e agent.Event) {
-	if e.Kind != agent.EventToolResult {
+	switch {
+	case e.Kind == agent.EventUsage:
+		r.s.AddUsage(e.Usage)
+		return
+	case e.Kind == agent.EventCompactionEnd && e.Err == nil:
+		r.s.AddCompaction(e.Compaction)
+		return
+	case e.Kind != agent.EventToolResult:
 		return
 	}
 	if r.views == nil {

@@ -36,6 +36,8 @@ type Compaction struct {
 	// how many messages the summary replaced. len(conversation) when none
 	// was kept.
 	KeptFrom int
+	// Kept is how many messages were kept verbatim after the summary.
+	Kept int
 	// PreTokens and PostTokens are the conversation's estimated size before
 	// and after, in tokens (system prompt and tools not counted).
 	PreTokens  int
@@ -200,6 +202,7 @@ func (l *Loop) compact(ctx context.Context, model string, conv []Message, trigge
 		return fail(fmt.Errorf("%w: the model answered the summary request with no text", ErrProvider))
 	}
 	c.Summary = summary
+	c.Kept = len(conv) - k
 	next := make([]Message, 0, 1+len(conv)-k)
 	next = append(next, c.Message())
 	next = append(next, conv[k:]...)

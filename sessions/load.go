@@ -89,12 +89,15 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	state := stored.State()
 	s := r.newSession(id, cwd)
 	s.stored = stored
-	s.history = History(entries, state)
+	s.history, s.seqs = history(entries, state)
 	s.title = state.Title
 	if m := Mode(state.Mode); m.Valid() {
 		s.mode = m
 	}
 	s.model = state.Config[ConfigModel]
+	if u := state.Usage; u != nil {
+		s.usage = agent.ContextUsage{Used: int(u.Used), Size: int(u.Size), Estimated: u.Estimated}
+	}
 	for _, k := range state.AlwaysAllow {
 		s.allowed[k] = true
 	}
@@ -131,10 +134,23 @@ const abortedText = "Error: command aborted"
 // History rebuilds the model's conversation from stored entries: the same
 // messages, with the same tool call ids, that the live session had.
 func History(entries []store.Entry, state store.State) []agent.Message {
+	msgs, _ := history(entries, state)
+	return msgs
+}
+
+// history is History with, for each message, the Seq of the entry it was
+// rebuilt from (the first of a group of notices; 0 for the summary and for
+// the answers of calls that never got one).
+func history(entries []store.Entry, state store.State) ([]agent.Message, []int64) {
 	var msgs []agent.Message
+	var seqs []int64
+	add := func(seq int64, m agent.Message) {
+		msgs = append(msgs, m)
+		seqs = append(seqs, seq)
+	}
 	from := int64(0)
 	if c := state.Compaction; c != nil {
-		msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: c.Summary})
+		add(0, agent.SummaryMessage(c.Summary))
 		from = c.KeptFromSeq
 		if from == 0 {
 			// None kept: the history goes on after the compaction entry.
@@ -148,17 +164,18 @@ func History(entries []store.Entry, state store.State) []agent.Message {
 	var open []string
 	answered := map[string]bool{}
 	var notices []string
+	var noticeSeq int64
 	closeCalls := func() {
 		for _, id := range open {
 			if !answered[id] {
-				msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: id, Content: abortedText})
+				add(0, agent.Message{Role: agent.RoleTool, ToolCallID: id, Content: abortedText})
 			}
 		}
 		open = nil
 	}
 	endNotices := func() {
 		if len(notices) > 0 {
-			msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: strings.Join(notices, "\n")})
+			add(noticeSeq, agent.Message{Role: agent.RoleUser, Content: strings.Join(notices, "\n")})
 			notices = nil
 		}
 	}
@@ -174,10 +191,13 @@ func History(entries []store.Entry, state store.State) []agent.Message {
 		case store.Prompt:
 			closeCalls()
 			endNotices()
-			msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: v.Text})
+			add(e.Seq, agent.Message{Role: agent.RoleUser, Content: v.Text})
 		case store.Notice:
 			if v.State == store.NoticeDelivered {
 				closeCalls()
+				if len(notices) == 0 {
+					noticeSeq = e.Seq
+				}
 				notices = append(notices, v.Text)
 			}
 		case store.Assistant:
@@ -188,16 +208,16 @@ func History(entries []store.Entry, state store.State) []agent.Message {
 				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 				open = append(open, c.ID)
 			}
-			msgs = append(msgs, m)
+			add(e.Seq, m)
 		case store.ToolResult:
 			endNotices()
 			answered[v.CallID] = true
-			msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text})
+			add(e.Seq, agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text})
 		}
 	}
 	closeCalls()
 	endNotices()
-	return msgs
+	return msgs, seqs
 }
 
 // Delete closes the session if it is live here and removes it from the

@@ -27,19 +27,22 @@ const ConfigModel = "model"
 // TitleMax bounds a session's title, in characters.
 const TitleMax = 80
 
-// persist appends p to the session's store, if it has one. A failed write
-// is logged, never fatal: the conversation goes on in memory.
-func (s *Session) persist(p store.Payload) {
+// persist appends p to the session's store, if it has one, and returns its
+// Seq (0 when not stored). A failed write is logged, never fatal: the
+// conversation goes on in memory.
+func (s *Session) persist(p store.Payload) int64 {
 	s.mu.Lock()
 	st := s.stored
 	s.updated = time.Now()
 	s.mu.Unlock()
 	if st == nil {
-		return
+		return 0
 	}
-	if _, err := st.Append(p); err != nil && !errors.Is(err, store.ErrClosed) {
+	seq, err := st.Append(p)
+	if err != nil && !errors.Is(err, store.ErrClosed) {
 		s.log.Warn("session not stored", zap.String("entry", string(p.Kind())), zap.Error(err))
 	}
+	return seq
 }
 
 // Sync makes what was persisted durable: at every turn boundary and after
@@ -84,7 +87,7 @@ func (s *Session) queueNotice(text string) {
 // the blocks the editor sent (opaque JSON, for replay). The first prompt
 // names the session; AddPrompt returns the title when it set it.
 func (s *Session) AddPrompt(text string, blocks json.RawMessage) (title string, set bool) {
-	s.persist(store.Prompt{Text: text, Blocks: blocks})
+	s.noteSeq(s.persist(store.Prompt{Text: text, Blocks: blocks}))
 	s.mu.Lock()
 	if s.title == "" {
 		s.title = MakeTitle(text)
@@ -120,13 +123,13 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 		for _, c := range m.ToolCalls {
 			a.ToolCalls = append(a.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
-		s.persist(a)
+		s.noteSeq(s.persist(a))
 	case agent.RoleTool:
 		r := store.ToolResult{CallID: m.ToolCallID, Text: m.Content, IsError: isError}
 		if view != nil {
 			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content = view.Title, view.Kind, view.RawInput, view.Status, view.Content
 		}
-		s.persist(r)
+		s.noteSeq(s.persist(r))
 	}
 }
 

@@ -232,9 +232,12 @@ type Session struct {
 	Cwd string
 
 	// mu guards every field below.
-	mu       sync.Mutex
-	history  []agent.Message
-	usage    agent.ContextUsage
+	mu      sync.Mutex
+	history []agent.Message
+	usage   agent.ContextUsage
+	// seqs are the store Seqs of the conversation's messages as a load
+	// would rebuild it (0 for the summary); kept only with a store.
+	seqs     []int64
 	notices  []notice
 	mode     Mode
 	allowed  map[string]bool
@@ -399,7 +402,11 @@ func (s *Session) DrainNotices() []string {
 	texts := make([]string, len(n))
 	for i, x := range n {
 		texts[i] = x.text
-		s.persist(store.Notice{ID: x.id, State: store.NoticeDelivered, Text: x.text})
+		seq := s.persist(store.Notice{ID: x.id, State: store.NoticeDelivered, Text: x.text})
+		if i == 0 {
+			// The notices become one message of the conversation.
+			s.noteSeq(seq)
+		}
 	}
 	return texts
 }

@@ -141,6 +141,8 @@ type Usage struct {
 	Used int64 `json:"used"`
 	// Size is the model's context window.
 	Size int64 `json:"size"`
+	// Estimated: the endpoint reported no usage; Used is an estimate.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Compaction records that the history before KeptFromSeq was replaced by a
