@@ -296,3 +296,7 @@ func TestRequestThenEOFIsAnswered(t *testing.T) {
 		}
 	}
 }
+
+func promptParams(sid, text string) map[string]any {
+	return map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}}
+}

@@ -370,9 +370,6 @@ func taggedCall(tag, command string, background bool, timeoutMs int) string {
 	return string(b)
 }
 
-func promptParams(sid, text string) map[string]any {
-	return map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}}
-}
 
 // startProcEnv is startProc with extra environment.
 func startProcEnv(t *testing.T, extra []string, args ...string) *proc {
