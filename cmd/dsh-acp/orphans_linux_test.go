@@ -370,7 +370,6 @@ func taggedCall(tag, command string, background bool, timeoutMs int) string {
 	return string(b)
 }
 
-
 // startProcEnv is startProc with extra environment.
 func startProcEnv(t *testing.T, extra []string, args ...string) *proc {
 	t.Helper()
