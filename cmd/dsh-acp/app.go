@@ -138,7 +138,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	limits := cfg.limits()
 	var g *guard
 	if useWatchdog {
-		g = startGuard(log, limits.KillGrace)
+		g = newGuard(log, limits.KillGrace)
 		closers = append(closers, g.close)
 	}
 	st, err := openStore(cfg, log)
@@ -267,9 +267,9 @@ func onGroup(g *guard, log *zap.Logger) func(pgid int, started bool) {
 	}
 	return func(pgid int, started bool) {
 		if started {
-			g.client.Started(pgid)
+			g.Started(pgid)
 		} else {
-			g.client.Ended(pgid)
+			g.Ended(pgid)
 		}
 		log.Debug("mcp server process group", zap.Int("pgid", pgid), zap.Bool("running", started))
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,6 +32,28 @@ func BenchmarkStartup(b *testing.B) {
 	for _, n := range []int{0, 1000} {
 		b.Run(fmt.Sprintf("stored=%d", n), func(b *testing.B) { benchStartup(b, n) })
 	}
+	// The yardstick of issue 9: the SDK's own bare example agent, launched
+	// the same way in the same run, until its initialize answer.
+	b.Run("sdk-example", func(b *testing.B) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		bin := filepath.Join(b.TempDir(), "example-agent")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent").CombinedOutput(); err != nil {
+			b.Fatalf("build the SDK's example agent: %v\n%s", err, out)
+		}
+		for b.Loop() {
+			cmd := exec.Command(bin)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir()}
+			p := startCmd(b, cmd)
+			p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+			b.StopTimer()
+			p.stdin.Close()
+			for range p.lines {
+			}
+			<-p.done
+			b.StartTimer()
+		}
+	})
 }
 
 func benchStartup(b *testing.B, stored int) {

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	binPath = filepath.Join(dir, "dsh-acp")
 	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build dsh-acp:", err)

@@ -195,7 +195,6 @@ func (p *agentProc) newSession(ctx context.Context, mode string) string {
 	p.t.Helper()
 	if p.nextID == 0 {
 		p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
-		p.watchdog = p.watchdogPid()
 	}
 	sess := p.call(ctx, "session/new", map[string]any{"cwd": p.t.TempDir(), "mcpServers": []any{}})
 	sid := sess["sessionId"].(string)
@@ -203,20 +202,26 @@ func (p *agentProc) newSession(ctx context.Context, mode string) string {
 	return sid
 }
 
-// watchdogPid reads the watchdog's pid from the debug log, written before
-// the first answer.
+// watchdogPid reads the watchdog's pid from the debug log, waiting for its
+// line: the agent logs it once the first group was registered.
 func (p *agentProc) watchdogPid() int {
 	p.t.Helper()
-	b, _ := os.ReadFile(p.logFile)
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "watchdog started" {
-			return int(m["pid"].(float64))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(p.logFile)
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "watchdog started" {
+				return int(m["pid"].(float64))
+			}
 		}
+		if time.Now().After(deadline) {
+			p.t.Errorf("no watchdog in the log:\n%s", b)
+			return 0
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	p.t.Errorf("no watchdog in the log:\n%s", b)
-	return 0
 }
 
 // send2 sends a notification (no id).
@@ -279,6 +284,10 @@ func (p *agentProc) waitMarkedN(ctx context.Context, match func(string) bool, n 
 			}
 		}
 		if got >= n {
+			if p.watchdog == 0 {
+				// Started with the first registered group, before it ran.
+				p.watchdog = p.watchdogPid()
+			}
 			return
 		}
 		select {
@@ -391,7 +400,6 @@ func TestNoOrphansMCPServer(t *testing.T) {
 			defer cancel()
 			p := startAgent(t, writeScript(t, `{"text":"ok"}`))
 			p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
-			p.watchdog = p.watchdogPid()
 			name, value, _ := strings.Cut(p.marker, "=")
 			p.call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{map[string]any{
 				"name": "stuck", "command": "sleep", "args": []string{"1000"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,16 +28,25 @@ const watchdogMode = "__dsh-acp-watchdog"
 const markerPrefix = "DSH_ACP_RUN_"
 
 // guard is the running program's watchdog; nil when there is none (tests
-// that build the app in-process, or a watchdog that could not start).
+// that build the app in-process, or no executable to re-run). It starts
+// when the first process group is registered: an agent that never runs a
+// command runs no second process, and the editor's initialize answer never
+// waits for one to exec.
 type guard struct {
-	client *watchdog.Client
 	marker string        // "NAME=1", added to every command's environment
 	grace  time.Duration // the executor's kill grace, also the watchdog's
+	exe    string
+	log    *zap.Logger
+
+	// once starts the watchdog; client is set by it, nil if it could not
+	// start.
+	once   sync.Once
+	client *watchdog.Client
 }
 
-// startGuard launches the watchdog from the program's own binary. Without
-// one the agent still works; commands may then outlive a killed agent.
-func startGuard(log *zap.Logger, grace time.Duration) *guard {
+var _ executor.Watcher = (*guard)(nil)
+
+func newGuard(log *zap.Logger, grace time.Duration) *guard {
 	exe, err := os.Executable()
 	if err != nil {
 		log.Warn("no watchdog: commands may outlive the agent if it is killed", zap.Error(err))
@@ -44,25 +54,48 @@ func startGuard(log *zap.Logger, grace time.Duration) *guard {
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	marker := markerPrefix + hex.EncodeToString(b) + "=1"
-	c, err := watchdog.Start(watchdog.Options{
-		Path:   exe,
-		Args:   []string{"dsh-acp", watchdogMode, "-grace", grace.String(), "-marker", marker},
-		Logger: log.Named("watchdog"),
+	return &guard{marker: markerPrefix + hex.EncodeToString(b) + "=1", grace: grace, exe: exe, log: log}
+}
+
+// started starts the watchdog once and returns it (nil if it could not
+// start). Without one the agent still works; commands may then outlive a
+// killed agent.
+func (g *guard) started() *watchdog.Client {
+	g.once.Do(func() {
+		c, err := watchdog.Start(watchdog.Options{
+			Path:   g.exe,
+			Args:   []string{"dsh-acp", watchdogMode, "-grace", g.grace.String(), "-marker", g.marker},
+			Logger: g.log.Named("watchdog"),
+		})
+		if err != nil {
+			g.log.Warn("no watchdog: commands may outlive the agent if it is killed", zap.Error(err))
+			return
+		}
+		g.log.Debug("watchdog started", zap.Int("pid", c.Pid()))
+		g.client = c
 	})
-	if err != nil {
-		log.Warn("no watchdog: commands may outlive the agent if it is killed", zap.Error(err))
-		return nil
+	return g.client
+}
+
+// Started registers session sid with the watchdog (executor.Watcher).
+func (g *guard) Started(sid int) {
+	if c := g.started(); c != nil {
+		c.Started(sid)
 	}
-	log.Debug("watchdog started", zap.Int("pid", c.Pid()))
-	return &guard{client: c, marker: marker, grace: grace}
+}
+
+// Ended tells the watchdog session sid's group is gone (executor.Watcher).
+func (g *guard) Ended(sid int) {
+	if c := g.started(); c != nil {
+		c.Ended(sid)
+	}
 }
 
 func (g *guard) watcher() executor.Watcher {
 	if g == nil {
 		return nil
 	}
-	return g.client
+	return g
 }
 
 func (g *guard) env() []string {
@@ -74,6 +107,11 @@ func (g *guard) env() []string {
 
 func (g *guard) close() error {
 	if g == nil {
+		return nil
+	}
+	// Nothing registers after this; a watchdog never started stays so.
+	g.once.Do(func() {})
+	if g.client == nil {
 		return nil
 	}
 	// The executor ended everything already; the watchdog only checks.
