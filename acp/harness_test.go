@@ -17,7 +17,6 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -25,6 +24,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
@@ -33,20 +33,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(mcpModeEnv); mode != "" {
-		os.Exit(mcpChildMain(mode))
-	}
-	goleak.VerifyTestMain(m)
-}
-
-// testTimeout bounds each test.
-const testTimeout = 30 * time.Second
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.Main(m, mcpChildMain)
 }
 
 // testLogger is zaptest's logger that goes quiet once the test's cleanups
@@ -513,7 +500,7 @@ func serveWatched(t *testing.T, a *acp.Agent) (*io.PipeWriter, *io.PipeReader, <
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	a, reg := newAgent(t, o)
 	toAgent, fromAgent, served := serveWatched(t, a)
 	cl := newTestClient()
@@ -648,39 +635,6 @@ func release(t *testing.T, ctx context.Context, path string) {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("timed out waiting for a reader on %s", path)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
-
-// gone reports that pid no longer exists (kill(pid, 0) == ESRCH).
-func gone(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-// waitGone polls until pid is gone.
-func waitGone(t *testing.T, ctx context.Context, pid int) {
-	t.Helper()
-	for !gone(pid) {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("process %d still exists", pid)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
-
-// waitFile polls until path has non-empty content ending in a newline.
-func waitFile(t *testing.T, ctx context.Context, path string) string {
-	t.Helper()
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
-			return strings.TrimSpace(string(b))
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", path)
 		case <-time.After(2 * time.Millisecond):
 		}
 	}

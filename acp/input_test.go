@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/sessions"
 )
 
@@ -106,7 +107,7 @@ func (c *rawConn) waitLine(re *regexp.Regexp) string {
 			if m := re.FindSubmatch(b); m != nil {
 				return string(m[1])
 			}
-		case <-testCtx(c.t).Done():
+		case <-testutil.Context(c.t).Done():
 			c.t.Fatalf("timed out waiting for a line matching %s", re)
 		}
 	}
@@ -291,7 +292,7 @@ func TestNoInputEndsTheAgent(t *testing.T) {
 			if string(f.ID) != "null" || f.Error == nil || f.Error.Code != -32700 {
 				t.Errorf("reply %s, want a parse error with id null", b)
 			}
-		case <-testCtx(t).Done():
+		case <-testutil.Context(t).Done():
 			t.Fatal("no reply")
 		}
 		c.promptWorks(next(), other)
@@ -368,7 +369,7 @@ func TestEscapedMethodNames(t *testing.T) {
 				if f := c.reply("4"); !strings.Contains(string(f.Result), `"cancelled"`) {
 					t.Fatalf("prompt running a command: %s %+v, want cancelled", f.Result, f.Error)
 				}
-				waitGone(t, testCtx(t), pid)
+				testutil.WaitGone(t, testutil.Context(t), pid)
 
 				// Right behind its prompt, in one write: the wire order holds.
 				c.send(prompt("5", "hang") + "\n" + cancel)

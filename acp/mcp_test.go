@@ -2,17 +2,16 @@ package acp_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
 )
@@ -344,10 +343,6 @@ func TestMCPCancelDuringCall(t *testing.T) {
 	}
 }
 
-func groupGone(pgid int) bool {
-	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
-}
-
 // TestMCPProcessesEnd: a session's stdio servers are gone when session/close
 // answers, and the others when Serve has returned.
 func TestMCPProcessesEnd(t *testing.T) {
@@ -363,11 +358,11 @@ func TestMCPProcessesEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range ga {
-		if !groupGone(g) {
+		if !testutil.GroupGone(g) {
 			t.Errorf("group %d of a closed session still runs", g)
 		}
 	}
-	if groupGone(gb[0]) {
+	if testutil.GroupGone(gb[0]) {
 		t.Fatal("the other session's server is gone too")
 	}
 	h.toAgent.Close()
@@ -376,7 +371,7 @@ func TestMCPProcessesEnd(t *testing.T) {
 	case <-h.ctx.Done():
 		t.Fatal("Serve did not return")
 	}
-	if !groupGone(gb[0]) {
+	if !testutil.GroupGone(gb[0]) {
 		t.Errorf("group %d still runs after Serve returned", gb[0])
 	}
 }

@@ -10,11 +10,9 @@ import (
 	"testing"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// mcpModeEnv makes the re-executed test binary an MCP server (see TestMain).
-const mcpModeEnv = "DSH_ACP_TEST_MCP"
 
 // mcpEvents are what the in-process (HTTP) server tells its test.
 type mcpEvents struct {
@@ -91,7 +89,7 @@ func stdioServer(t *testing.T, name, mode string) acpsdk.McpServer {
 	}
 	return acpsdk.McpServer{Stdio: &acpsdk.McpServerStdio{
 		Name: name, Command: self, Args: []string{},
-		Env: []acpsdk.EnvVariable{{Name: mcpModeEnv, Value: mode}},
+		Env: []acpsdk.EnvVariable{{Name: testutil.ChildEnv, Value: mode}},
 	}}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // rawConn speaks newline-delimited JSON to a served Agent by hand, for
@@ -77,7 +78,7 @@ func (c *rawConn) recv() frame {
 			c.t.Fatalf("agent wrote a non-JSON line %q: %v", b, err)
 		}
 		return f
-	case <-testCtx(c.t).Done():
+	case <-testutil.Context(c.t).Done():
 		c.t.Fatal("timed out waiting for a reply")
 		return frame{}
 	}

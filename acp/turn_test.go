@@ -14,6 +14,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/sessions"
 )
 
@@ -174,7 +175,7 @@ func TestCancelKillsForegroundCommand(t *testing.T) {
 	sid, _ := h.newSession(sessions.ModeAuto)
 	done := h.promptAsync(sid, "long")
 	pid := h.livePID(sid, "fg")
-	bgPID := atoi(t, waitFile(t, h.ctx, bgPIDFile))
+	bgPID := atoi(t, testutil.WaitFile(t, h.ctx, bgPIDFile))
 
 	h.cancel(sid)
 	r := h.await(done, "the cancelled prompt")
@@ -184,7 +185,7 @@ func TestCancelKillsForegroundCommand(t *testing.T) {
 	if r.resp.StopReason != acpsdk.StopReasonCancelled {
 		t.Errorf("stop reason = %q, want cancelled", r.resp.StopReason)
 	}
-	if !gone(pid) {
+	if !testutil.Gone(pid) {
 		t.Errorf("foreground process %d still exists after the prompt answered", pid)
 	}
 	// The final update was delivered before the prompt's answer.
@@ -193,7 +194,7 @@ func TestCancelKillsForegroundCommand(t *testing.T) {
 	if last.Status == nil || *last.Status != acpsdk.ToolCallStatusFailed || !strings.Contains(contentText(last.Content), "Error: command aborted") {
 		t.Errorf("last update of the command = %+v, want failed with command aborted", last)
 	}
-	if gone(bgPID) {
+	if testutil.Gone(bgPID) {
 		t.Errorf("background task %d was killed by a cancel", bgPID)
 	}
 	// The session goes on, and the model hears the abort.
@@ -289,7 +290,7 @@ func TestSecondPromptSupersedes(t *testing.T) {
 			switch step {
 			case 0:
 				res, _ := toolResult(req, "f1")
-				seenCh <- seen{aborted: res, pidGone: gone(int(firstPID.Load()))}
+				seenCh <- seen{aborted: res, pidGone: testutil.Gone(int(firstPID.Load()))}
 				return bash("s1", "echo $$; exec sleep 1000"), nil
 			}
 			return text("second done"), nil
@@ -313,7 +314,7 @@ func TestSecondPromptSupersedes(t *testing.T) {
 	if r2.err != nil || r2.resp.StopReason != acpsdk.StopReasonCancelled {
 		t.Errorf("second = %+v, %v; want cancelled", r2.resp, r2.err)
 	}
-	if !gone(secondPID) {
+	if !testutil.Gone(secondPID) {
 		t.Errorf("second command %d survived the cancel", secondPID)
 	}
 	s := <-seenCh
@@ -406,8 +407,8 @@ func TestCloseSession(t *testing.T) {
 			t.Fatalf("%s = %+v, %v", p, resp, err)
 		}
 	}
-	bgA := atoi(t, waitFile(t, h.ctx, pidFile("a")))
-	bgB := atoi(t, waitFile(t, h.ctx, pidFile("b")))
+	bgA := atoi(t, testutil.WaitFile(t, h.ctx, pidFile("a")))
+	bgB := atoi(t, testutil.WaitFile(t, h.ctx, pidFile("b")))
 
 	done := h.promptAsync(a, "long A")
 	fg := h.livePID(a, "fg")
@@ -418,11 +419,11 @@ func TestCloseSession(t *testing.T) {
 	if r.err != nil || r.resp.StopReason != acpsdk.StopReasonCancelled {
 		t.Errorf("prompt = %+v, %v; want cancelled", r.resp, r.err)
 	}
-	if !gone(fg) {
+	if !testutil.Gone(fg) {
 		t.Errorf("foreground command %d outlived the close", fg)
 	}
-	waitGone(t, h.ctx, bgA)
-	if gone(bgB) {
+	testutil.WaitGone(t, h.ctx, bgA)
+	if testutil.Gone(bgB) {
 		t.Error("closing session A killed session B's background task")
 	}
 	_, err := h.prompt(a, "start A")
@@ -451,13 +452,13 @@ func TestDisconnectEndsEverything(t *testing.T) {
 	if _, err := h.prompt(a, "start"); err != nil {
 		t.Fatal(err)
 	}
-	bg := atoi(t, waitFile(t, h.ctx, pidFile))
+	bg := atoi(t, testutil.WaitFile(t, h.ctx, pidFile))
 	done := h.promptAsync(b, "long")
 	fg := h.livePID(b, "fg")
 
 	h.toAgent.Close()
-	waitGone(t, h.ctx, fg)
-	waitGone(t, h.ctx, bg)
+	testutil.WaitGone(t, h.ctx, fg)
+	testutil.WaitGone(t, h.ctx, bg)
 	for h.reg.Len() != 0 {
 		select {
 		case <-h.ctx.Done():

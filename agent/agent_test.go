@@ -8,26 +8,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
-
-// testCtx bounds every test.
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.Main(m, nil)
 }
 
 // step is one scripted model answer.
@@ -193,7 +184,7 @@ func newLoop(t *testing.T, p agent.Provider, tl ...tools.Tool) *agent.Loop {
 
 func TestRunStreamsDeltasInOrder(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t, func(_ context.Context, _ agent.Request, emit func(agent.Delta)) (agent.Response, error) {
 		emit(agent.Delta{Reasoning: "let me "})
 		emit(agent.Delta{Reasoning: "think"})
@@ -225,7 +216,7 @@ func TestRunStreamsDeltasInOrder(t *testing.T) {
 
 func TestRunRequestShape(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t, say("ok"))
 	tool := &fakeTool{name: "bash"}
 	history := []agent.Message{{Role: agent.RoleUser, Content: "before"}, {Role: agent.RoleAssistant, Content: "earlier answer"}}
@@ -255,7 +246,7 @@ func TestRunRequestShape(t *testing.T) {
 
 func TestRunToolCallsInOrder(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	a := &fakeTool{name: "a"}
 	b := &fakeTool{name: "b", run: func(_ context.Context, call invocation) tools.Result {
 		return tools.Result{Text: "b failed", IsError: true}
@@ -333,7 +324,7 @@ func TestRunStopReasons(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t)
+			ctx := testutil.Context(t)
 			p := newReplay(t, tt.steps...)
 			tool := &fakeTool{name: "a"}
 			l := newLoop(t, p, tool)
@@ -375,7 +366,7 @@ func TestRunProviderError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t)
+			ctx := testutil.Context(t)
 			p := newReplay(t,
 				callTools(tc("c1", "a", `{}`)),
 				func(context.Context, agent.Request, func(agent.Delta)) (agent.Response, error) {
@@ -417,7 +408,7 @@ func TestRunCancelMidStream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithCancel(testCtx(t))
+			ctx, cancel := context.WithCancel(testutil.Context(t))
 			defer cancel()
 			tool := &fakeTool{name: "a"}
 			p := newReplay(t, func(ctx context.Context, _ agent.Request, emit func(agent.Delta)) (agent.Response, error) {
@@ -456,7 +447,7 @@ func TestRunCancelMidStream(t *testing.T) {
 
 func TestRunCancelMidTool(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	defer cancel()
 	slow := &fakeTool{name: "slow", run: func(ctx context.Context, _ invocation) tools.Result {
 		<-ctx.Done()
@@ -508,7 +499,7 @@ func TestRunCancelMidTool(t *testing.T) {
 
 func TestRunDrainsNoticesBeforeEachRequest(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	queued := [][]string{{"bash-1 finished", "bash-2 finished"}, nil, {"bash-3 finished"}}
 	drains := 0
 	var mu sync.Mutex
@@ -593,7 +584,7 @@ func TestRunToolResults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t)
+			ctx := testutil.Context(t)
 			tool := &fakeTool{name: "a"}
 			p := newReplay(t, callTools(tt.call), say("ok"))
 			var rec recorder
@@ -632,7 +623,7 @@ func TestRunToolResults(t *testing.T) {
 
 func TestRunApproverCancelled(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	defer cancel()
 	tool := &fakeTool{name: "a"}
 	p := newReplay(t, callTools(tc("c1", "a", `{}`), tc("c2", "a", `{}`)))
@@ -663,7 +654,7 @@ func TestRunApproverCancelled(t *testing.T) {
 
 func TestRunLiveOutputEvents(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	tool := &fakeTool{name: "a", run: func(_ context.Context, call invocation) tools.Result {
 		call.Live(tools.Chunk{Stream: "stdout", Data: []byte("line 1\n")})
 		call.Live(tools.Chunk{Stream: "stderr", Data: []byte("warn\n"), FullOutput: "/spill/err"})
@@ -690,7 +681,7 @@ func TestRunLiveOutputEvents(t *testing.T) {
 // the run all come from that one Prepare.
 func TestRunPreparesEachCallOnce(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	tool := &fakeTool{name: "a", subject: tools.Shell("make test")}
 	p := newReplay(t, callTools(tc("c1", "a", `{"n":1}`), tc("c2", "a", `{"n":2}`)), say("ok"))
 	var rec recorder
@@ -724,7 +715,7 @@ func TestRunPreparesEachCallOnce(t *testing.T) {
 // it is an error.
 func TestRunSkippedResults(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	tool := &fakeTool{name: "a", skip: func(text string) tools.Result {
 		return tools.Result{Text: text, IsError: true, Raw: map[string]any{"cwd": "/w", "isError": true}}
 	}}

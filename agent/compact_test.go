@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -56,7 +57,7 @@ func longHistory(n, size int) []agent.Message {
 
 func TestUsageAfterEachResponse(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t, callTools(tc("c1", "a", `{}`)), sayUsage("done", 1200, 34))
 	l := newLoop(t, p, &fakeTool{name: "a"})
 	l.ContextWindow = 64_000
@@ -86,7 +87,7 @@ func TestUsageAfterEachResponse(t *testing.T) {
 
 func TestMessageIDs(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	first := func(_ context.Context, _ agent.Request, emit func(agent.Delta)) (agent.Response, error) {
 		emit(agent.Delta{Reasoning: "think "})
 		emit(agent.Delta{Reasoning: "more"})
@@ -125,7 +126,7 @@ func TestMessageIDs(t *testing.T) {
 
 func TestAutoCompactionAtThreshold(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	history := longHistory(4, 200)
 	var summaryReq agent.Request
 	summarize := func(_ context.Context, req agent.Request, _ func(agent.Delta)) (agent.Response, error) {
@@ -175,7 +176,7 @@ func TestAutoCompactionAtThreshold(t *testing.T) {
 
 func TestNoCompactionBelowThreshold(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t, say("ok"))
 	l := newLoop(t, p)
 	l.ContextWindow = 1000
@@ -191,7 +192,7 @@ func TestNoCompactionBelowThreshold(t *testing.T) {
 
 func TestContextExceededCompactsAndRetries(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t, exceeded(), say("summary"), say("fits now"))
 	l := newLoop(t, p)
 	var rec recorder
@@ -212,7 +213,7 @@ func TestContextExceededCompactsAndRetries(t *testing.T) {
 
 func TestContextExceededTwiceEndsTheTurn(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t, exceeded(), say("summary"), exceeded())
 	var rec recorder
 	_, err := newLoop(t, p).Run(ctx, agent.Turn{History: longHistory(3, 50), Prompt: "p", Emit: rec.emit})
@@ -226,7 +227,7 @@ func TestContextExceededTwiceEndsTheTurn(t *testing.T) {
 
 func TestCompactCommand(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	history := longHistory(3, 10)
 	p := newReplay(t, say("the summary"))
 	var rec recorder
@@ -256,7 +257,7 @@ func TestCompactCommand(t *testing.T) {
 
 func TestCompactCommandFailureKeepsHistory(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t, func(context.Context, agent.Request, func(agent.Delta)) (agent.Response, error) {
 		return agent.Response{}, fmt.Errorf("%w: the model is overloaded", agent.ErrProvider)
 	})
@@ -276,7 +277,7 @@ func TestCompactCommandFailureKeepsHistory(t *testing.T) {
 
 func TestCompactNothing(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t)
 	var rec recorder
 	out, err := newLoop(t, p).Run(ctx, agent.Turn{Prompt: "/compact", Emit: rec.emit})
@@ -292,7 +293,7 @@ func TestCompactNothing(t *testing.T) {
 // never starts with a tool result, so every result keeps its call.
 func TestCompactionNeverSplitsACall(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	for _, window := range []int{100, 400, 1000, 4000, 20000} {
 		p := newReplay(t, say("s"))
 		l := newLoop(t, p)
@@ -348,7 +349,7 @@ func (f *fakeTasks) KillTask(c tools.Caller, id string) string {
 
 func TestTaskCommandsAskNoModel(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	p := newReplay(t) // any request fails the test
 	l := newLoop(t, p)
 	ft := &fakeTasks{}

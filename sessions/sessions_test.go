@@ -11,24 +11,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/sessions"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.Main(m, nil)
 }
 
 // wait fails the test if ch is not closed before ctx ends.
@@ -138,7 +130,7 @@ func TestUnknownSession(t *testing.T) {
 
 func TestBeginTurnSupersedes(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	s := mustCreate(t, sessions.New(sessions.Options{}))
 
 	ctx1, end1, err := s.BeginTurn(ctx, 0)
@@ -194,7 +186,7 @@ func TestBeginTurnSupersedes(t *testing.T) {
 
 func TestBeginTurnParentCancel(t *testing.T) {
 	t.Parallel()
-	parent, cancel := context.WithCancel(testCtx(t))
+	parent, cancel := context.WithCancel(testutil.Context(t))
 	s := mustCreate(t, sessions.New(sessions.Options{}))
 	tctx, end, err := s.BeginTurn(parent, 0)
 	if err != nil {
@@ -202,14 +194,14 @@ func TestBeginTurnParentCancel(t *testing.T) {
 	}
 	defer end()
 	cancel()
-	wait(t, testCtx(t), tctx.Done(), "the turn to follow its parent")
+	wait(t, testutil.Context(t), tctx.Done(), "the turn to follow its parent")
 }
 
 // TestTurnsNeverOverlap starts many prompts on one session at once: each
 // supersedes the one before, and at no moment do two run.
 func TestTurnsNeverOverlap(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	parent, cancelAll := context.WithCancelCause(ctx)
 	defer cancelAll(nil)
 	s := mustCreate(t, sessions.New(sessions.Options{}))
@@ -271,7 +263,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 // supersede the turn in flight.
 func TestDoneContextBeginsDone(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	s := mustCreate(t, sessions.New(sessions.Options{}))
 	tctx, end, err := s.BeginTurn(ctx, 1)
 	if err != nil {
@@ -311,7 +303,7 @@ func beginAsync(t *testing.T, s *sessions.Session, ctx context.Context, tk sessi
 
 func TestClose(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	var mu sync.Mutex
 	var closed []string
 	r := sessions.New(sessions.Options{OnClose: func(id string) {
@@ -485,7 +477,7 @@ func TestModesAndMemory(t *testing.T) {
 // decides, not the order their turns happen to begin in.
 func TestTicketOrder(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 
 	t.Run("older ticket begun after a newer one does not supersede it", func(t *testing.T) {
 		s := mustCreate(t, sessions.New(sessions.Options{}))

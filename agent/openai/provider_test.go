@@ -15,17 +15,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.Main(m, nil)
 }
 
 const testKey = "sk-test-SECRET-0123456789abcdef"
@@ -152,13 +152,6 @@ func toolDelta(index int, id, name, args string) string {
 	}
 	b, _ := json.Marshal(map[string]any{"tool_calls": []any{tc}})
 	return chunk(string(b), "")
-}
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func simpleRequest() agent.Request {
@@ -333,7 +326,7 @@ func TestStreamAccumulates(t *testing.T) {
 			t.Parallel()
 			api := newFakeAPI(t, func(w http.ResponseWriter, _ *http.Request, _ int) { sse(w, tt.events...) })
 			var deltas []agent.Delta
-			got, err := api.provider(t, nil).Stream(testCtx(t), simpleRequest(), func(d agent.Delta) { deltas = append(deltas, d) })
+			got, err := api.provider(t, nil).Stream(testutil.Context(t), simpleRequest(), func(d agent.Delta) { deltas = append(deltas, d) })
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
@@ -360,7 +353,7 @@ func TestRequestShape(t *testing.T) {
 		},
 		Tools: []agent.ToolSpec{{Name: "bash", Description: "run a command", Parameters: json.RawMessage(schema)}},
 	}
-	if _, err := api.provider(t, nil).Stream(testCtx(t), req, func(agent.Delta) {}); err != nil {
+	if _, err := api.provider(t, nil).Stream(testutil.Context(t), req, func(agent.Delta) {}); err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
 	reqs := api.requests()
@@ -415,7 +408,7 @@ func TestEmptyAnswerNotSent(t *testing.T) {
 		{Role: agent.RoleAssistant, ReasoningContent: "nothing to say"},
 		{Role: agent.RoleUser, Content: "hello?"},
 	}}
-	if _, err := api.provider(t, nil).Stream(testCtx(t), req, func(agent.Delta) {}); err != nil {
+	if _, err := api.provider(t, nil).Stream(testutil.Context(t), req, func(agent.Delta) {}); err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
 	want := []any{
@@ -446,7 +439,7 @@ func TestBaseURLVariants(t *testing.T) {
 			t.Parallel()
 			api := newFakeAPI(t, func(w http.ResponseWriter, _ *http.Request, _ int) { sse(w, finish("stop"), done) })
 			p := api.provider(t, func(o *openai.Options) { o.BaseURL = api.srv.URL + tt.suffix })
-			if _, err := p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) {}); err != nil {
+			if _, err := p.Stream(testutil.Context(t), simpleRequest(), func(agent.Delta) {}); err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
 			if got := api.requests()[0].Path; got != tt.wantPath {
@@ -470,7 +463,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 		}
 	})
 	p := api.provider(t, nil)
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	history := []agent.Message{{Role: agent.RoleUser, Content: "what is here?"}}
 	step := func() {
 		t.Helper()
@@ -681,7 +674,7 @@ func TestErrors(t *testing.T) {
 				}
 			})
 			deltas := 0
-			_, err := p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) { deltas++ })
+			_, err := p.Stream(testutil.Context(t), simpleRequest(), func(agent.Delta) { deltas++ })
 			if tt.wantOK {
 				if err != nil {
 					t.Fatalf("Stream: %v", err)
@@ -742,7 +735,7 @@ func TestUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) {})
+	_, err = p.Stream(testutil.Context(t), simpleRequest(), func(agent.Delta) {})
 	if err == nil {
 		t.Fatal("Stream succeeded against a closed port")
 	}
@@ -767,7 +760,7 @@ func TestNoAPIKey(t *testing.T) {
 	if err := p.Check(); !errors.Is(err, openai.ErrNoAPIKey) {
 		t.Errorf("Check() = %v, want ErrNoAPIKey", err)
 	}
-	_, err = p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) {})
+	_, err = p.Stream(testutil.Context(t), simpleRequest(), func(agent.Delta) {})
 	if !errors.Is(err, openai.ErrNoAPIKey) || !errors.Is(err, agent.ErrProvider) {
 		t.Fatalf("Stream error = %v, want ErrNoAPIKey wrapping agent.ErrProvider", err)
 	}
@@ -807,7 +800,7 @@ func TestCancelMidStream(t *testing.T) {
 		}
 	})
 	p := api.provider(t, nil)
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	defer cancel()
 	start := time.Now()
 	_, err := p.Stream(ctx, simpleRequest(), func(d agent.Delta) {
@@ -885,7 +878,7 @@ func TestContextExceeded(t *testing.T) {
 				w.WriteHeader(http.StatusBadRequest)
 				fmt.Fprint(w, tt.body)
 			})
-			_, err := api.provider(t, nil).Stream(testCtx(t), simpleRequest(), func(agent.Delta) {})
+			_, err := api.provider(t, nil).Stream(testutil.Context(t), simpleRequest(), func(agent.Delta) {})
 			if err == nil {
 				t.Fatal("Stream succeeded, want an error")
 			}
@@ -954,7 +947,7 @@ func TestStall(t *testing.T) {
 			})
 			p := api.provider(t, func(o *openai.Options) { o.IdleTimeout = 200 * time.Millisecond })
 			deltas := 0
-			_, err := p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) { deltas++ })
+			_, err := p.Stream(testutil.Context(t), simpleRequest(), func(agent.Delta) { deltas++ })
 			if err == nil {
 				t.Fatal("Stream succeeded against a silent endpoint")
 			}
@@ -1004,7 +997,7 @@ func TestSlowButAlive(t *testing.T) {
 	})
 	p := api.provider(t, func(o *openai.Options) { o.IdleTimeout = idle })
 	start := time.Now()
-	resp, err := p.Stream(testCtx(t), simpleRequest(), func(agent.Delta) {})
+	resp, err := p.Stream(testutil.Context(t), simpleRequest(), func(agent.Delta) {})
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
@@ -1029,7 +1022,7 @@ func TestModels(t *testing.T) {
 		}))
 		t.Cleanup(srv.Close)
 		p := newProvider(t, srv)
-		got, err := p.Models(testCtx(t))
+		got, err := p.Models(testutil.Context(t))
 		if err != nil {
 			t.Fatalf("Models: %v", err)
 		}
@@ -1044,7 +1037,7 @@ func TestModels(t *testing.T) {
 		t.Parallel()
 		srv := httptest.NewServer(http.NotFoundHandler())
 		t.Cleanup(srv.Close)
-		_, err := newProvider(t, srv).Models(testCtx(t))
+		_, err := newProvider(t, srv).Models(testutil.Context(t))
 		if err == nil {
 			t.Fatal("Models succeeded on a 404")
 		}
@@ -1061,7 +1054,7 @@ func TestModels(t *testing.T) {
 			fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"}}`, testKey)
 		}))
 		t.Cleanup(srv.Close)
-		_, err := newProvider(t, srv).Models(testCtx(t))
+		_, err := newProvider(t, srv).Models(testutil.Context(t))
 		if err == nil {
 			t.Fatal("Models succeeded on a 401")
 		}
@@ -1078,7 +1071,7 @@ func TestModels(t *testing.T) {
 			}
 		}))
 		t.Cleanup(srv.Close)
-		ctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(testutil.Context(t), 100*time.Millisecond)
 		defer cancel()
 		_, err := newProvider(t, srv).Models(ctx)
 		if !errors.Is(err, context.DeadlineExceeded) {

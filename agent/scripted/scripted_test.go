@@ -12,24 +12,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/scripted"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.Main(m, nil)
 }
 
 func parse(t *testing.T, script string) *scripted.Provider {
@@ -116,7 +108,7 @@ func TestTagsHaveTheirOwnCursor(t *testing.T) {
 			p := parse(t, twoSessions)
 			got := map[string][]string{}
 			for _, tag := range tt.order {
-				_, resp, err := collect(testCtx(t), p, prompt(tag))
+				_, resp, err := collect(testutil.Context(t), p, prompt(tag))
 				if err != nil {
 					t.Fatalf("Stream(tag %q): %v", tag, err)
 				}
@@ -139,7 +131,7 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 	p := parse(t, script.String())
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
 	for s := range sessions {
@@ -171,7 +163,7 @@ func TestConcurrentSessions(t *testing.T) {
 func TestExhausted(t *testing.T) {
 	t.Parallel()
 	p := parse(t, twoSessions)
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	for range 2 {
 		if _, _, err := collect(ctx, p, prompt("a")); err != nil {
 			t.Fatalf("Stream: %v", err)
@@ -234,7 +226,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if _, resp, err := collect(testCtx(t), p, prompt("")); err != nil || resp.Message.Content != "hi" {
+	if _, resp, err := collect(testutil.Context(t), p, prompt("")); err != nil || resp.Message.Content != "hi" {
 		t.Errorf("Stream = %q, %v", resp.Message.Content, err)
 	}
 	bad := filepath.Join(dir, "bad.jsonl")
@@ -305,7 +297,7 @@ func TestTurns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := parse(t, tt.script)
-			deltas, got, err := collect(testCtx(t), p, prompt(tagOf(tt.script)))
+			deltas, got, err := collect(testutil.Context(t), p, prompt(tagOf(tt.script)))
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
@@ -329,7 +321,7 @@ func tagOf(script string) string {
 func TestErrorTurn(t *testing.T) {
 	t.Parallel()
 	p := parse(t, `{"text":"partial answer","error":"the model is overloaded"}`+"\n"+`{"text":"recovered"}`)
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	deltas, _, err := collect(ctx, p, prompt(""))
 	if err == nil || err.Error() != "the model is overloaded" || !errors.Is(err, agent.ErrProvider) {
 		t.Fatalf("error = %v, want %q wrapping agent.ErrProvider", err, "the model is overloaded")
@@ -345,7 +337,7 @@ func TestErrorTurn(t *testing.T) {
 func TestHangUntilCancel(t *testing.T) {
 	t.Parallel()
 	p := parse(t, `{"text":"thinking…","hang":true}`+"\n"+`{"text":"after"}`)
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	defer cancel()
 	started := make(chan struct{})
 	type result struct {
@@ -381,7 +373,7 @@ func TestHangUntilCancel(t *testing.T) {
 	if _, _, err := collect(ctx, p, prompt("")); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled request error = %v, want context.Canceled", err)
 	}
-	if _, resp, err := collect(testCtx(t), p, prompt("")); err != nil || resp.Message.Content != "after" {
+	if _, resp, err := collect(testutil.Context(t), p, prompt("")); err != nil || resp.Message.Content != "after" {
 		t.Errorf("next turn = %q, %v; want %q", resp.Message.Content, err, "after")
 	}
 }
@@ -391,7 +383,7 @@ func TestRecorder(t *testing.T) {
 	var buf bytes.Buffer
 	inner := parse(t, twoSessions)
 	rec := scripted.NewRecorder(inner, &buf)
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 
 	history := []agent.Message{{Role: agent.RoleAssistant, Content: "a one"}, {Role: agent.RoleUser, Content: "next"}}
 	reqs := []agent.Request{
@@ -463,7 +455,7 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	w := &lockedWriter{t: t}
 	rec := scripted.NewRecorder(parse(t, script.String()), w)
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	var wg sync.WaitGroup
 	for s := range sessions {
 		wg.Go(func() {
@@ -502,7 +494,7 @@ func TestRecorderWriteFailure(t *testing.T) {
 		called = true
 		return agent.Response{}, nil
 	})
-	_, err := scripted.NewRecorder(inner, failingWriter{}).Stream(testCtx(t), prompt(""), func(agent.Delta) {})
+	_, err := scripted.NewRecorder(inner, failingWriter{}).Stream(testutil.Context(t), prompt(""), func(agent.Delta) {})
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("error = %v, want the write failure", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -164,25 +165,6 @@ func writeScript(t *testing.T, lines ...string) string {
 	return path
 }
 
-func pidAlive(pid int) bool {
-	return syscall.Kill(pid, 0) == nil
-}
-
-func waitFile(ctx context.Context, t *testing.T, path string) string {
-	t.Helper()
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("file %s never written", path)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // TestShutdownLeavesNoProcess: stdin EOF, SIGTERM and SIGINT each end the
 // program with exit 0 and take every process group it started with it — a
 // background task and the grandchild it spawned.
@@ -216,7 +198,7 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 			if res["stopReason"] != "end_turn" {
 				t.Fatalf("stopReason = %v", res["stopReason"])
 			}
-			fields := strings.Fields(waitFile(ctx, t, pidFile))
+			fields := strings.Fields(testutil.WaitFile(t, ctx, pidFile))
 			if len(fields) != 2 {
 				t.Fatalf("pid file = %q", fields)
 			}
@@ -229,7 +211,7 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 				pids = append(pids, n)
 			}
 			for _, pid := range pids {
-				if !pidAlive(pid) {
+				if testutil.Gone(pid) {
 					t.Fatalf("pid %d not running before shutdown", pid)
 				}
 			}
@@ -249,30 +231,13 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 				t.Fatal("dsh-acp did not exit")
 			}
 			for _, pid := range pids {
-				// The binary waited for every group before exiting, but a
-				// zombie may linger until its (reparented) parent reaps
-				// it; kill(pid, 0) still fails with ESRCH only once it is
-				// reaped, so allow init a moment.
-				for pidAlive(pid) && !isZombie(pid) {
-					select {
-					case <-ctx.Done():
-						t.Fatalf("pid %d survived shutdown", pid)
-					case <-time.After(10 * time.Millisecond):
-					}
-				}
+				// The binary waited for every group before exiting, but the
+				// background job's sleep was reparented: its zombie may
+				// linger until init reaps it, which WaitGone allows.
+				testutil.WaitGone(t, ctx, pid)
 			}
 		})
 	}
-}
-
-func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // gone
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 // TestRequestThenEOFIsAnswered: a client that writes requests and closes

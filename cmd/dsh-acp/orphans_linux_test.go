@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // The commands of the orphan matrix. Each one leaves a `sleep 1000` running
@@ -353,7 +355,8 @@ func (p *agentProc) marked() []int {
 	return out
 }
 
-func live(pid int) bool { return pid > 0 && pidAlive(pid) && !isZombie(pid) }
+// live: pid runs (a zombie does not).
+func live(pid int) bool { return pid > 0 && !testutil.Gone(pid) }
 
 func cmdline(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

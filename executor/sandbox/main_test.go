@@ -3,37 +3,25 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // The test binary is also the helper: Launcher re-executes os.Executable().
 func TestMain(m *testing.M) {
 	sandbox.HelperMain()
-	goleak.VerifyTestMain(m)
+	testutil.Main(m, nil)
 }
 
 // probe runs the real probe once for the whole test binary.
 var probe = sync.OnceValue(func() sandbox.Availability { return sandbox.Probe(nil) })
-
-// testCtx bounds every test.
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // mode is one way of confining: with namespaces or Landlock alone.
 type mode struct {
@@ -211,18 +199,4 @@ func expectDenied(t *testing.T, r result, what string) {
 	if r.code != 1 || !strings.Contains(r.stderr, "Permission denied") {
 		t.Errorf("%s: want exit 1 with Permission denied, got exit %d sig %v, stderr %q", what, r.code, r.sig, r.stderr)
 	}
-}
-
-// processGone reports that pid does not run (gone, or a zombie).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := bytes.Fields(b[i+1:])
-	return len(f) > 0 && (string(f[0]) == "Z" || string(f[0]) == "X")
 }

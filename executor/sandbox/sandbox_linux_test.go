@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,13 +14,14 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 func TestFiles(t *testing.T) {
 	for _, m := range modes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testutil.Context(t)
 			l := launcher(t, m)
 			p := policy(t)
 			outside := t.TempDir() // readable, not writable
@@ -63,7 +65,7 @@ func TestExitCodes(t *testing.T) {
 	for _, m := range modes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testutil.Context(t)
 			l := launcher(t, m)
 			p := policy(t)
 			for _, code := range []int{0, 1, 42, 126, 143, 255} {
@@ -89,7 +91,7 @@ func TestSignals(t *testing.T) {
 	for _, m := range modes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testutil.Context(t)
 			l := launcher(t, m)
 			p := policy(t)
 			cases := []struct {
@@ -139,34 +141,42 @@ func TestDaemonGone(t *testing.T) {
 	for _, send := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(send.String(), func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testutil.Context(t)
 			l := launcher(t, mode{name: "namespaces"})
 			arg := fmt.Sprintf("1000.%d%d", os.Getpid(), send)
 			pr := start(ctx, t, l, "setsid sleep "+arg+" </dev/null >/dev/null 2>&1 & echo ready; sleep 1000", policy(t), true)
 			if got := pr.readLine(t); got != "ready" {
 				t.Fatalf("handshake %q", got)
 			}
-			var daemon int
-			waitFor(t, "the daemon", func() bool { daemon = findProcess(t, "sleep\x00"+arg+"\x00"); return daemon != 0 })
+			daemon := waitProcess(t, ctx, "sleep\x00"+arg+"\x00")
 			if err := syscall.Kill(-pr.cmd.Process.Pid, send); err != nil {
 				t.Fatal(err)
 			}
 			pr.wait()
-			waitFor(t, "the daemon's end", func() bool { return processGone(daemon) })
+			// The kernel ends the namespace's last process after the
+			// helper's group is gone, which sends us no event.
+			testutil.WaitGone(t, ctx, daemon)
 		})
 	}
 }
 
-// waitFor polls cond (bounded): what it waits on is the kernel finishing a
-// namespace's teardown, which sends no event we can wait on.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitProcess waits until a process whose cmdline is exactly cmdline runs
+// and returns its pid: the command's "ready" may come before the daemon it
+// started has exec'd, and a process's start sends no event. It polls the
+// way testutil's waits do, up to ctx's end.
+func waitProcess(t *testing.T, ctx context.Context, cmdline string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	tick := time.NewTicker(testutil.PollInterval)
+	defer tick.Stop()
+	for {
+		if pid := findProcess(t, cmdline); pid != 0 {
+			return pid
 		}
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no process %q: %v", cmdline, ctx.Err())
+		case <-tick.C:
+		}
 	}
 }
 
@@ -183,7 +193,7 @@ func findProcess(t *testing.T, cmdline string) int {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && string(b) == cmdline && !processGone(pid) {
+		if err == nil && string(b) == cmdline && !testutil.Gone(pid) {
 			return pid
 		}
 	}
@@ -210,7 +220,7 @@ func TestNetwork(t *testing.T) {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	connect := "exec 5<>/dev/tcp/127.0.0.1/" + port + " && echo connected"
 
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	if out, err := bare(ctx, connect); err != nil || out != "connected\n" {
 		t.Fatalf("outside the sandbox: %q %v", out, err)
 	}
@@ -242,7 +252,7 @@ func TestDeny(t *testing.T) {
 	for _, m := range modes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testutil.Context(t)
 			l := launcher(t, m)
 			p := policy(t)
 			state := t.TempDir() // the agent's: store, log, spills
@@ -314,7 +324,7 @@ func TestPolicyChannel(t *testing.T) {
 	for _, m := range modes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testutil.Context(t)
 			l := launcher(t, m)
 			p := policy(t)
 			r := run(ctx, t, l, `for fd in 3 4; do test -e /proc/$$/fd/$fd && readlink /proc/$$/fd/$fd; done; echo checked`, p)
@@ -344,7 +354,7 @@ func TestPolicyChannel(t *testing.T) {
 }
 
 func TestHelperError(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	for _, m := range modes(t) {
 		l := launcher(t, m)
 		p := policy(t)
@@ -395,7 +405,7 @@ func TestSessionDir(t *testing.T) {
 	}
 	if len(modes(t)) > 0 {
 		// What a command leaves there, read-only directories included.
-		ctx := testCtx(t, 30*time.Second)
+		ctx := testutil.Context(t)
 		p := policy(t)
 		p.TempDir = d.Path
 		expectOK(t, run(ctx, t, launcher(t, modes(t)[0]), `mkdir -p "$TMPDIR/ro/x" && touch "$TMPDIR/ro/x/f" && chmod 500 "$TMPDIR/ro" "$TMPDIR/ro/x"`, p), "fill temp dir")

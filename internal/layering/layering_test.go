@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,7 +30,13 @@ var forbidden = map[string][]string{
 	"sessions/store":     {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
 	"acp":                {module + "executor", module + "tools/bashtool", module + "cmd/"},
 	"internal/logbridge": {module + "acp", module + "agent"},
+	// The shared test helpers stand below everything they help test.
+	"internal/testutil": {module},
 }
+
+// testOnly are packages only tests may import: no package's build (its
+// non-test files) depends on them.
+var testOnly = []string{module + "internal/testutil"}
 
 type pkg struct {
 	ImportPath string
@@ -53,6 +60,11 @@ func TestLayering(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel := strings.TrimPrefix(p.ImportPath, module)
+		for _, dep := range p.Deps {
+			if slices.Contains(testOnly, dep) {
+				t.Errorf("%s depends on %s, which is for tests only", rel, dep)
+			}
+		}
 		rules, ok := forbidden[rel]
 		if !ok {
 			continue

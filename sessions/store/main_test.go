@@ -12,20 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
-// helperEnv makes the test binary a helper process instead of running the
-// tests: a real second dsh-acp process sharing the state directory.
-const helperEnv = "STORE_TEST_HELPER"
-
+// The test binary re-executed as a helper (testutil.Child) is a real
+// second dsh-acp process sharing the state directory.
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(helperEnv); mode != "" {
-		os.Exit(helper(mode, os.Args[len(os.Args)-2:]))
-	}
-	goleak.VerifyTestMain(m)
+	testutil.Main(m, func(mode string) int { return helper(mode, os.Args[len(os.Args)-2:]) })
 }
 
 // helper runs one helper mode; args are the state dir and a mode argument.
@@ -94,8 +88,7 @@ type child struct {
 // startHelper starts a helper and waits for its "ready".
 func startHelper(t *testing.T, ctx context.Context, mode string, args ...string) *child {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"-test.run=^$"}, args...)...)
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	cmd := testutil.Child(t, ctx, mode, args...)
 	cmd.Stderr = os.Stderr
 	cmd.WaitDelay = 5 * time.Second
 	in, err := cmd.StdinPipe()
@@ -120,11 +113,4 @@ func startHelper(t *testing.T, ctx context.Context, mode string, args ...string)
 		t.Fatalf("helper %s: %q, %v", mode, line, err)
 	}
 	return c
-}
-
-// testCtx is a context bounded for one test.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }

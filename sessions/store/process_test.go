@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // what it had only buffered does not.
 func TestLockAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	st, _ := newStore(t)
 	sess, err := st.Create("s1", "/work")
 	if err != nil {
@@ -66,7 +67,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 // twice, none is skipped.
 func TestTaskIDsAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	st, _ := newStore(t)
 	const each = 40
 	a := startHelper(t, ctx, "tasks", st.Dir(), strconv.Itoa(each))

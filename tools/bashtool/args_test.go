@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
@@ -64,7 +65,7 @@ func TestArgumentErrors(t *testing.T) {
 			fake := newFake()
 			tb := newToolbox(t, bashtool.Options{Executor: fake})
 			tool := map[string]tools.Tool{"bash": tb.bash, "bash_output": tb.output, "bash_kill": tb.kill}[tc.tool]
-			res := run(testCtx(t), tool, call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
+			res := run(testutil.Context(t), tool, call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
 			if want := "Error: " + tc.want; !res.IsError || res.Text != want {
 				t.Errorf("got %q (IsError %v), want %q as an error", res.Text, res.IsError, want)
 			}
@@ -97,7 +98,7 @@ func TestValidArguments(t *testing.T) {
 			t.Parallel()
 			fake := newFake()
 			tb := newToolbox(t, bashtool.Options{Executor: fake})
-			res := run(testCtx(t), tb.bash, call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
+			res := run(testutil.Context(t), tb.bash, call(tools.Caller{SessionID: "s", Cwd: "/w"}, tc.args))
 			if res.IsError {
 				t.Fatalf("Run: %s", res.Text)
 			}
@@ -121,7 +122,7 @@ func TestTimedOutMarkerShowsEffectiveTimeout(t *testing.T) {
 		return executor.Result{TimedOut: true, Timeout: resolve(spec).Timeout, ExitCode: -1, Signal: "SIGTERM"}, nil
 	}
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
-	res := run(testCtx(t), tb.bash, call(tools.Caller{}, `{"command":"sleep 1000","description":"d","timeoutMs":700000}`))
+	res := run(testutil.Context(t), tb.bash, call(tools.Caller{}, `{"command":"sleep 1000","description":"d","timeoutMs":700000}`))
 	if want := "(no output)\n[timed out after 600000ms]\n[killed by signal: SIGTERM]"; res.Text != want {
 		t.Errorf("got %q, want %q", res.Text, want)
 	}
@@ -147,7 +148,7 @@ func TestTimedOutMarkerFromLimits(t *testing.T) {
 				return executor.Result{TimedOut: true, ExitCode: 1}, nil
 			}
 			tb := newToolbox(t, bashtool.Options{Executor: fake, Limits: executor.Limits{DefaultTimeout: 5 * time.Second, MaxTimeout: 7 * time.Second}})
-			res := run(testCtx(t), tb.bash, call(tools.Caller{}, tc.args))
+			res := run(testutil.Context(t), tb.bash, call(tools.Caller{}, tc.args))
 			if res.Text != tc.want {
 				t.Errorf("got %q, want %q", res.Text, tc.want)
 			}

@@ -266,11 +266,3 @@ func rawOf(t *testing.T, r tools.Result) bashtool.RawOutput {
 }
 
 func taskArgs(id string) string { return fmt.Sprintf(`{"task_id":%q}`, id) }
-
-// testCtx is a bounded context for one test.
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}

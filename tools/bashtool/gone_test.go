@@ -3,6 +3,7 @@ package bashtool_test
 import (
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
@@ -15,11 +16,11 @@ func TestTaskGoneAfterRestart(t *testing.T) {
 	tb := newToolbox(t, bashtool.Options{Executor: newFake()})
 	caller := tools.Caller{SessionID: "A", Cwd: "/a", Gone: func(id string) bool { return id == "bash-7" }}
 	for _, tl := range []tools.Tool{tb.output, tb.kill} {
-		got := run(testCtx(t), tl, call(caller, taskArgs("bash-7")))
+		got := run(testutil.Context(t), tl, call(caller, taskArgs("bash-7")))
 		if want := "Error: task bash-7 is gone: it was stopped when dsh-acp restarted"; !got.IsError || got.Text != want {
 			t.Errorf("%s on a gone task: %q (error %v), want %q", tl.Name(), got.Text, got.IsError, want)
 		}
-		got = run(testCtx(t), tl, call(caller, taskArgs("bash-8")))
+		got = run(testutil.Context(t), tl, call(caller, taskArgs("bash-8")))
 		if want := `Error: unknown bash task "bash-8"`; !got.IsError || got.Text != want {
 			t.Errorf("%s on an unknown task: %q, want %q", tl.Name(), got.Text, want)
 		}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
@@ -84,7 +85,7 @@ func bashArgs(t *testing.T, command string, extra map[string]any) json.RawMessag
 
 func (l *local) run(t *testing.T, caller tools.Caller, command string, extra map[string]any) tools.Result {
 	t.Helper()
-	return run(testCtx(t), l.bash, invocation{caller: caller, args: bashArgs(t, command, extra)})
+	return run(testutil.Context(t), l.bash, invocation{caller: caller, args: bashArgs(t, command, extra)})
 }
 
 // pollOutput reads a task's output until done reports true for the text
@@ -96,7 +97,7 @@ func (l *local) pollOutput(t *testing.T, caller tools.Caller, id string, done fu
 	defer tick.Stop()
 	var all strings.Builder
 	for {
-		res := run(testCtx(t), l.output, call(caller, taskArgs(id)))
+		res := run(testutil.Context(t), l.output, call(caller, taskArgs(id)))
 		if res.IsError {
 			t.Fatalf("bash_output %s: %s", id, res.Text)
 		}
@@ -291,7 +292,7 @@ func TestLocalTwoSessions(t *testing.T) {
 		for range rounds {
 			wg.Go(func() {
 				<-start
-				res := run(testCtx(t), l.bash, invocation{caller: c, args: pwd})
+				res := run(testutil.Context(t), l.bash, invocation{caller: c, args: pwd})
 				if res.Text != want {
 					errs <- fmt.Sprintf("session %s: got %q, want %q", c.SessionID, res.Text, want)
 				}
@@ -311,12 +312,12 @@ func TestLocalTwoSessions(t *testing.T) {
 	}
 	id := rawOf(t, res).TaskID
 	for _, tl := range []tools.Tool{l.output, l.kill} {
-		if got := run(testCtx(t), tl, call(b, taskArgs(id))); !got.IsError || got.Text != "Error: task "+id+" belongs to another session" {
+		if got := run(testutil.Context(t), tl, call(b, taskArgs(id))); !got.IsError || got.Text != "Error: task "+id+" belongs to another session" {
 			t.Errorf("%s by B: got %q (IsError %v)", tl.Name(), got.Text, got.IsError)
 		}
 	}
 	l.pollOutput(t, a, id, func(all string) bool { return strings.Contains(all, "secret\n") })
-	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.Text != "killed background task "+id {
+	if got := run(testutil.Context(t), l.kill, call(a, taskArgs(id))); got.Text != "killed background task "+id {
 		t.Errorf("kill by A: got %q", got.Text)
 	}
 	if n := l.waitNotice(t); n != "A: background bash task "+id+" finished [status: killed by SIGTERM]. Read its output with bash_output." {
@@ -362,13 +363,13 @@ func TestLocalOwnershipMatrix(t *testing.T) {
 						var want string
 						var got tools.Result
 						if tool == "bash_output" {
-							got = run(testCtx(t), l.output, call(caller, taskArgs(id)))
+							got = run(testutil.Context(t), l.output, call(caller, taskArgs(id)))
 							want = "(no new output)\n[status: running]"
 							if ended {
 								want = "(no new output)\n[status: completed, exit code: 0]"
 							}
 						} else {
-							got = run(testCtx(t), l.kill, call(caller, taskArgs(id)))
+							got = run(testutil.Context(t), l.kill, call(caller, taskArgs(id)))
 							want = "killed background task " + id
 							if ended {
 								want = "task " + id + " had already finished"
@@ -443,14 +444,14 @@ until [ -e go2 ]; do sleep 0.01; done`
 	if want := "second\n\n[status: running]\x00"; !strings.HasSuffix(all, want) || strings.Contains(all, "first") {
 		t.Errorf("second reads %q, want them to end with %q and not repeat first", all, want)
 	}
-	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: running]" {
+	if got := run(testutil.Context(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: running]" {
 		t.Errorf("third read %q", got.Text)
 	}
 	touch(t, filepath.Join(a.Cwd, "go2"))
 	if n := l.waitNotice(t); n != "A: background bash task "+id+" finished [status: completed, exit code: 0]. Read its output with bash_output." {
 		t.Errorf("notice %q", n)
 	}
-	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: completed, exit code: 0]" {
+	if got := run(testutil.Context(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: completed, exit code: 0]" {
 		t.Errorf("read after the end %q", got.Text)
 	}
 }
@@ -472,7 +473,7 @@ func TestLocalLossyRead(t *testing.T) {
 	}
 	id := rawOf(t, res).TaskID
 	l.waitNotice(t)
-	got := run(testCtx(t), l.output, call(a, taskArgs(id)))
+	got := run(testutil.Context(t), l.output, call(a, taskArgs(id)))
 	re := regexp.MustCompile(`^(?s:.*)\n1000\n\n\[some output was dropped from memory; full output: (/[^,]+), \(unavailable\)\]\n\[status: completed, exit code: 0\]$`)
 	m := re.FindStringSubmatch(got.Text)
 	if m == nil {
@@ -500,16 +501,16 @@ func TestLocalKillTwice(t *testing.T) {
 	}
 	id := rawOf(t, res).TaskID
 	l.pollOutput(t, a, id, func(all string) bool { return strings.Contains(all, "ready\n") })
-	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "killed background task "+id {
+	if got := run(testutil.Context(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "killed background task "+id {
 		t.Errorf("first kill: %q (IsError %v)", got.Text, got.IsError)
 	}
 	if n := l.waitNotice(t); n != "A: background bash task "+id+" finished [status: killed by SIGTERM]. Read its output with bash_output." {
 		t.Errorf("notice %q", n)
 	}
-	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
+	if got := run(testutil.Context(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
 		t.Errorf("second kill: %q (IsError %v)", got.Text, got.IsError)
 	}
-	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: killed by SIGTERM]" {
+	if got := run(testutil.Context(t), l.output, call(a, taskArgs(id))); got.Text != "(no new output)\n[status: killed by SIGTERM]" {
 		t.Errorf("read after kill: %q", got.Text)
 	}
 }
@@ -529,10 +530,10 @@ func TestLocalFailedStart(t *testing.T) {
 		t.Fatalf("display task id = %q", id)
 	}
 	waitEnded(t, l.exec, id)
-	if got := run(testCtx(t), l.output, call(a, taskArgs(id))); !got.IsError || got.Text != "Error: workdir "+missing+" does not exist" {
+	if got := run(testutil.Context(t), l.output, call(a, taskArgs(id))); !got.IsError || got.Text != "Error: workdir "+missing+" does not exist" {
 		t.Errorf("bash_output: %q (IsError %v)", got.Text, got.IsError)
 	}
-	if got := run(testCtx(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
+	if got := run(testutil.Context(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
 		t.Errorf("bash_kill: %q (IsError %v)", got.Text, got.IsError)
 	}
 }
@@ -568,7 +569,7 @@ func TestLocalNotices(t *testing.T) {
 func TestLocalLiveAndAbort(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, executor.Options{})
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	defer cancel()
 	var mu sync.Mutex
 	var live []string

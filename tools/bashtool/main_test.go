@@ -3,9 +3,9 @@ package bashtool_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.Main(m, nil)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
@@ -50,7 +51,7 @@ func TestWorkdir(t *testing.T) {
 			if tc.workdir != nil {
 				a["workdir"] = tc.workdir
 			}
-			res := run(testCtx(t), tb.bash, invocation{caller: tools.Caller{SessionID: "s", Cwd: tc.cwd}, args: args(t, a)})
+			res := run(testutil.Context(t), tb.bash, invocation{caller: tools.Caller{SessionID: "s", Cwd: tc.cwd}, args: args(t, a)})
 			if got := fake.lastRun(t).Workdir; got != tc.wantSpec {
 				t.Errorf("executor got workdir %q, want %q", got, tc.wantSpec)
 			}

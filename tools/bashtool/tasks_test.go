@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
@@ -21,7 +22,7 @@ var (
 // startTask starts a background task as caller and returns its id.
 func startTask(t *testing.T, tb *toolbox, caller tools.Caller, command string) string {
 	t.Helper()
-	res := run(testCtx(t), tb.bash, call(caller, string(args(t, map[string]any{
+	res := run(testutil.Context(t), tb.bash, call(caller, string(args(t, map[string]any{
 		"command": command, "description": "Start a task", "run_in_background": true,
 	}))))
 	if res.IsError {
@@ -64,13 +65,13 @@ func TestOwnershipMatrix(t *testing.T) {
 						var res tools.Result
 						var want string
 						if tool == "bash_output" {
-							res = run(testCtx(t), tb.output, call(c.caller, taskArgs(id)))
+							res = run(testutil.Context(t), tb.output, call(c.caller, taskArgs(id)))
 							want = "(no new output)\n[status: running]"
 							if ended {
 								want = "(no new output)\n[status: completed, exit code: 0]"
 							}
 						} else {
-							res = run(testCtx(t), tb.kill, call(c.caller, taskArgs(id)))
+							res = run(testutil.Context(t), tb.kill, call(c.caller, taskArgs(id)))
 							want = "killed background task " + id
 							if ended {
 								want = "task " + id + " had already finished"
@@ -117,7 +118,7 @@ func TestTaskToolErrors(t *testing.T) {
 				if tool == "bash_kill" {
 					tl = tb.kill
 				}
-				res := run(testCtx(t), tl, call(sessionA, string(args(t, map[string]any{"task_id": id}))))
+				res := run(testutil.Context(t), tl, call(sessionA, string(args(t, map[string]any{"task_id": id}))))
 				if !res.IsError || res.Text != tc.want {
 					t.Errorf("got %q (IsError %v), want %q as an error", res.Text, res.IsError, tc.want)
 				}
@@ -135,7 +136,7 @@ func TestFailedStart(t *testing.T) {
 	fake.startErr = errors.New("workdir /a/gone does not exist")
 	var log noticeLog
 	tb := newToolbox(t, bashtool.Options{Executor: fake, Notify: log.notify})
-	res := run(testCtx(t), tb.bash, call(sessionA, `{"command":"x","description":"d","run_in_background":true}`))
+	res := run(testutil.Context(t), tb.bash, call(sessionA, `{"command":"x","description":"d","run_in_background":true}`))
 	if !res.IsError || res.Text != "Error: workdir /a/gone does not exist" || rawOf(t, res).TaskID != "bash-1" {
 		t.Fatalf("start: got %q (IsError %v, TaskID %q)", res.Text, res.IsError, rawOf(t, res).TaskID)
 	}
@@ -151,7 +152,7 @@ func TestFailedStart(t *testing.T) {
 		{tool: tb.kill, caller: noCaller, want: "Error: task bash-1 belongs to another session", isError: true},
 	}
 	for i, s := range steps {
-		res := run(testCtx(t), s.tool, call(s.caller, taskArgs("bash-1")))
+		res := run(testutil.Context(t), s.tool, call(s.caller, taskArgs("bash-1")))
 		if res.Text != s.want || res.IsError != s.isError {
 			t.Errorf("step %d (%s): got %q (IsError %v), want %q (IsError %v)", i, s.tool.Name(), res.Text, res.IsError, s.want, s.isError)
 		}
@@ -232,7 +233,7 @@ func TestBackgroundReads(t *testing.T) {
 				if s.do != nil {
 					s.do(fake, id)
 				}
-				res := run(testCtx(t), tb.output, call(sessionA, taskArgs(id)))
+				res := run(testutil.Context(t), tb.output, call(sessionA, taskArgs(id)))
 				if res.IsError {
 					t.Fatalf("step %d: error %q", i, res.Text)
 				}
@@ -250,7 +251,7 @@ func TestKillTwice(t *testing.T) {
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
 	id := startTask(t, tb, sessionA, "sleep 100")
 	for i, want := range []string{"killed background task " + id, "task " + id + " had already finished"} {
-		res := run(testCtx(t), tb.kill, call(sessionA, taskArgs(id)))
+		res := run(testutil.Context(t), tb.kill, call(sessionA, taskArgs(id)))
 		if res.IsError || res.Text != want {
 			t.Errorf("kill %d: got %q (IsError %v), want %q", i+1, res.Text, res.IsError, want)
 		}
@@ -258,7 +259,7 @@ func TestKillTwice(t *testing.T) {
 			t.Errorf("kill %d: raw output %+v, failed %v; want SIGTERM, %s, failed", i+1, raw, res.Failed, id)
 		}
 	}
-	res := run(testCtx(t), tb.output, call(sessionA, taskArgs(id)))
+	res := run(testutil.Context(t), tb.output, call(sessionA, taskArgs(id)))
 	if want := "(no new output)\n[status: killed by SIGTERM]"; res.Text != want {
 		t.Errorf("output after kill: got %q, want %q", res.Text, want)
 	}
@@ -270,7 +271,7 @@ func TestBackgroundStartSpec(t *testing.T) {
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
 	c := call(sessionA, `{"command":"serve","description":"d","workdir":"web","run_in_background":true}`)
 	c.live = func(tools.Chunk) { t.Error("a background task streamed into the call's Live func") }
-	res := run(testCtx(t), tb.bash, c)
+	res := run(testutil.Context(t), tb.bash, c)
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)
 	}
@@ -338,7 +339,7 @@ func TestOutputDisplay(t *testing.T) {
 	id := startTask(t, tb, sessionA, "serve")
 	fake.drop(id, executor.Stdout, 9, "/spill/o")
 	fake.finish(id, executor.Status{State: executor.Completed, ExitCode: 2})
-	res := run(testCtx(t), tb.output, call(sessionA, taskArgs(id)))
+	res := run(testutil.Context(t), tb.output, call(sessionA, taskArgs(id)))
 	want := bashtool.RawOutput{Cwd: "/a", ExitCode: intp(2), Truncated: true, SpillPaths: []string{"/spill/o"}, TaskID: id}
 	if diff := cmp.Diff(want, res.Raw); diff != "" {
 		t.Errorf("raw output (-want +got):\n%s", diff)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
@@ -106,7 +107,7 @@ func TestBashResultText(t *testing.T) {
 				return r, nil
 			}
 			tb := newToolbox(t, bashtool.Options{Executor: fake})
-			res := run(testCtx(t), tb.bash, call(tools.Caller{SessionID: "s", Cwd: "/w"}, `{"command":"c","description":"Run c"`+tc.args+`}`))
+			res := run(testutil.Context(t), tb.bash, call(tools.Caller{SessionID: "s", Cwd: "/w"}, `{"command":"c","description":"Run c"`+tc.args+`}`))
 			if res.IsError {
 				t.Errorf("IsError = true, want false (text %q)", res.Text)
 			}
@@ -162,7 +163,7 @@ func TestBashInfrastructureErrors(t *testing.T) {
 			fake := newFake()
 			fake.runFn = func(context.Context, executor.Spec) (executor.Result, error) { return executor.Result{}, tc.err }
 			tb := newToolbox(t, bashtool.Options{Executor: fake})
-			res := run(testCtx(t), tb.bash, call(tools.Caller{SessionID: "s", Cwd: "/w"}, `{"command":"c","description":"d"}`))
+			res := run(testutil.Context(t), tb.bash, call(tools.Caller{SessionID: "s", Cwd: "/w"}, `{"command":"c","description":"d"}`))
 			if !res.IsError || res.Text != tc.want {
 				t.Errorf("got %q (IsError %v), want %q as an error", res.Text, res.IsError, tc.want)
 			}
@@ -180,7 +181,7 @@ func TestBashCancelledContext(t *testing.T) {
 		return executor.Result{}, fmt.Errorf("wait: %w", ctx.Err())
 	}
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	cancel()
 	res := run(ctx, tb.bash, call(tools.Caller{}, `{"command":"sleep 9","description":"d"}`))
 	if !res.IsError || res.Text != "Error: command aborted" {
@@ -208,7 +209,7 @@ func TestBashLiveOutput(t *testing.T) {
 		defer mu.Unlock()
 		got = append(got, ch.Stream+":"+string(ch.Data)+":"+ch.FullOutput)
 	}
-	res := run(testCtx(t), tb.bash, c)
+	res := run(testutil.Context(t), tb.bash, c)
 	if res.IsError {
 		t.Fatalf("Run: %s", res.Text)
 	}
@@ -221,7 +222,7 @@ func TestBashWithoutLiveHasNoObserver(t *testing.T) {
 	t.Parallel()
 	fake := newFake()
 	tb := newToolbox(t, bashtool.Options{Executor: fake})
-	run(testCtx(t), tb.bash, call(tools.Caller{}, `{"command":"c","description":"d"}`))
+	run(testutil.Context(t), tb.bash, call(tools.Caller{}, `{"command":"c","description":"d"}`))
 	if fake.lastRun(t).Observe != nil {
 		t.Error("Spec.Observe set although the call has no Live func")
 	}

@@ -1,9 +1,7 @@
 package mcptool_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,27 +12,16 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
-	"golang.org/x/sys/unix"
 
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(modeEnv); mode != "" {
-		os.Exit(childMain(mode))
-	}
-	goleak.VerifyTestMain(m)
-}
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.Main(m, childMain)
 }
 
 // events is a log of strings a test can wait on without sleeping.
@@ -187,7 +174,7 @@ func stdio(t *testing.T, name, mode string, env ...mcptool.NameValue) mcptool.Se
 	}
 	return mcptool.ServerConfig{
 		Name: name, Transport: mcptool.TransportStdio, Command: self,
-		Env: append([]mcptool.NameValue{{Name: modeEnv, Value: mode}}, env...),
+		Env: append([]mcptool.NameValue{{Name: testutil.ChildEnv, Value: mode}}, env...),
 	}
 }
 
@@ -207,43 +194,4 @@ func httpServer(t *testing.T) (url string, ev *events) {
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL, ev
-}
-
-// processGone reports that pid no longer runs: kill(pid, 0) says ESRCH, or
-// it is a zombie nobody reaps (in this sandbox PID 1 does not reap orphans).
-func processGone(pid int) bool {
-	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := bytes.Fields(b[i+1:])
-	return len(f) > 0 && (string(f[0]) == "Z" || string(f[0]) == "X")
-}
-
-// groupGone reports that no live process is in group pgid.
-func groupGone(pgid int) bool {
-	if err := unix.Kill(-pgid, 0); errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		f := bytes.Fields(b[i+1:])
-		if len(f) >= 3 && string(f[2]) == strconv.Itoa(pgid) && !processGone(pid) {
-			return false
-		}
-	}
-	return true
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
@@ -46,7 +47,7 @@ func TestListAndCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testutil.Context(t)
 			h := start(t, []mcptool.ServerConfig{tc.cfg}, mcptool.Options{})
 			h.started(ctx, t)
 			got := names(h.s.Tools())
@@ -92,7 +93,7 @@ func TestListAndCall(t *testing.T) {
 
 func TestKinds(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{stdio(t, "k", "serve")}, mcptool.Options{})
 	h.started(ctx, t)
 	for tool, want := range map[string]string{"echo": "read", "rm": "delete", "fetch": "fetch", "big": "other"} {
@@ -115,7 +116,7 @@ func TestKinds(t *testing.T) {
 
 func TestResultConversion(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{stdio(t, "r", "serve")}, mcptool.Options{})
 	h.started(ctx, t)
 
@@ -144,7 +145,7 @@ func TestResultConversion(t *testing.T) {
 
 func TestSpill(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	spill := t.TempDir()
 	h := start(t, []mcptool.ServerConfig{stdio(t, "b", "serve")}, mcptool.Options{SpillDir: spill})
 	h.started(ctx, t)
@@ -201,7 +202,7 @@ func TestListChanged(t *testing.T) {
 			{"http", mcptool.ServerConfig{Name: "lc", Transport: mcptool.TransportHTTP, URL: url}},
 		} {
 			t.Run(tc.name+"/"+version, func(t *testing.T) {
-				ctx := testCtx(t, 30*time.Second)
+				ctx := testutil.Context(t)
 				opts := mcptool.Options{}
 				mcptool.SetProtocolVersion(&opts, version)
 				h := start(t, []mcptool.ServerConfig{tc.cfg}, opts)
@@ -245,7 +246,7 @@ func waitMore(ctx context.Context, t *testing.T, ev *events, n int) {
 
 func TestFailedStarts(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{
 		stdio(t, "crash", "fail"),
 		{Name: "missing", Transport: mcptool.TransportStdio, Command: "no-such-mcp-server-xyz"},
@@ -298,7 +299,7 @@ func TestFailedStarts(t *testing.T) {
 
 func TestStartTimeout(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{stdio(t, "sleepy", "slowstart"), stdio(t, "quick", "serve")},
 		mcptool.Options{StartTimeout: 2 * time.Second})
 	// Tools of a quick server are there before the slow one settles.
@@ -319,7 +320,7 @@ func TestStartTimeout(t *testing.T) {
 			pgid, _ = strconv.Atoi(p)
 		}
 	}
-	if pgid == 0 || !groupGone(pgid) {
+	if pgid == 0 || !testutil.GroupGone(pgid) {
 		t.Errorf("sleepy group %d not gone (%q)", pgid, h.groups.all())
 	}
 }
@@ -329,7 +330,7 @@ func TestStartTimeout(t *testing.T) {
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	url, httpEv := httpServer(t)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{
 		stdio(t, "s", "serve"),
 		{Name: "h", Transport: mcptool.TransportHTTP, URL: url},
@@ -362,7 +363,7 @@ func TestCancel(t *testing.T) {
 
 func TestCallTimeout(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{stdio(t, "t", "serve")}, mcptool.Options{CallTimeout: 300 * time.Millisecond})
 	h.started(ctx, t)
 	r := run(ctx, t, h.tool(t, "mcp__t__slow"), `{}`)
@@ -374,7 +375,7 @@ func TestCallTimeout(t *testing.T) {
 
 func TestDiesMidCall(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{stdio(t, "d", "serve")}, mcptool.Options{})
 	h.started(ctx, t)
 	echo := h.tool(t, "mcp__d__echo")
@@ -406,7 +407,7 @@ func TestDiesMidCall(t *testing.T) {
 func TestSessionsApart(t *testing.T) {
 	t.Parallel()
 	url, _ := httpServer(t)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	a := start(t, []mcptool.ServerConfig{stdio(t, "alpha", "serve")}, mcptool.Options{})
 	b := start(t, []mcptool.ServerConfig{{Name: "beta", Transport: mcptool.TransportHTTP, URL: url}}, mcptool.Options{})
 	a.started(ctx, t)
@@ -433,14 +434,14 @@ func TestSessionsApart(t *testing.T) {
 // variables, credentials included, and nothing else of ours.
 func TestEnvironment(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	base := []string{"PATH=/usr/bin:/bin", "HOME=/home/u", "DSH_API_KEY=sk-agent", "OTHER=1", "LANG=C.UTF-8"}
 	h := start(t, []mcptool.ServerConfig{stdio(t, "e", "serve",
 		mcptool.NameValue{Name: "GITHUB_TOKEN", Value: "ghp_x"}, mcptool.NameValue{Name: "HOME", Value: "/override"})},
 		mcptool.Options{BaseEnv: base})
 	h.started(ctx, t)
 	r := run(ctx, t, h.tool(t, "mcp__e__env"), `{}`)
-	want := []string{modeEnv + "=serve", "GITHUB_TOKEN=ghp_x", "HOME=/override", "LANG=C.UTF-8", "PATH=/usr/bin:/bin"}
+	want := []string{testutil.ChildEnv + "=serve", "GITHUB_TOKEN=ghp_x", "HOME=/override", "LANG=C.UTF-8", "PATH=/usr/bin:/bin"}
 	if got := strings.Split(r.Text, "\n"); !slices.Equal(got, want) {
 		t.Errorf("env = %q, want %q", got, want)
 	}
@@ -450,7 +451,7 @@ func TestEnvironment(t *testing.T) {
 // that ignore SIGTERM included.
 func TestCloseKillsGroup(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{stdio(t, "p", "serve"), stdio(t, "stubborn", "ignore-term")},
 		mcptool.Options{KillGrace: 300 * time.Millisecond})
 	h.started(ctx, t)
@@ -471,7 +472,7 @@ func TestCloseKillsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range groups {
-		if !groupGone(g) {
+		if !testutil.GroupGone(g) {
 			t.Errorf("group %d survives Close", g)
 		}
 		if h.groups.count("end "+strconv.Itoa(g)) != 1 {
@@ -479,7 +480,7 @@ func TestCloseKillsGroup(t *testing.T) {
 		}
 	}
 	for _, pid := range grandchildren {
-		if !processGone(pid) {
+		if !testutil.Gone(pid) {
 			t.Errorf("grandchild %d survives Close", pid)
 		}
 	}
@@ -494,7 +495,7 @@ func TestCloseKillsGroup(t *testing.T) {
 func TestHeaders(t *testing.T) {
 	t.Parallel()
 	url, ev := httpServer(t)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{{Name: "auth", Transport: mcptool.TransportHTTP, URL: url,
 		Headers: []mcptool.NameValue{{Name: "Authorization", Value: "Bearer t0k"}}}}, mcptool.Options{})
 	h.started(ctx, t)
@@ -515,7 +516,7 @@ func TestStartNeedsCwd(t *testing.T) {
 // ends with an error naming the server.
 func TestCloseDuringCall(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	h := start(t, []mcptool.ServerConfig{stdio(t, "c", "serve")}, mcptool.Options{})
 	h.started(ctx, t)
 	done := make(chan tools.Result, 1)

@@ -12,11 +12,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// modeEnv selects what the re-executed test binary does (see TestMain).
-const modeEnv = "DSH_MCPTOOL_TEST_MODE"
 
 // hooks let the in-process (HTTP) server tell its test what happened; the
 // stdio server writes the same events to its stderr instead.
@@ -119,7 +117,7 @@ func newTestServer(h hooks) *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			self, _ := os.Executable()
 			cmd := exec.Command(self)
-			cmd.Env = append(os.Environ(), modeEnv+"=sleeper")
+			cmd.Env = append(os.Environ(), testutil.ChildEnv+"=sleeper")
 			if err := cmd.Start(); err != nil {
 				return nil, err
 			}
