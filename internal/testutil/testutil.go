@@ -88,15 +88,6 @@ func WaitGone(t testing.TB, ctx context.Context, pid int) {
 	}
 }
 
-// WaitGroupGone waits until no process of group pgid runs (see
-// GroupGone), and fails t if ctx ends first.
-func WaitGroupGone(t testing.TB, ctx context.Context, pgid int) {
-	t.Helper()
-	if !poll(ctx, func() bool { return GroupGone(pgid) }) {
-		t.Fatalf("process group %d still runs: %v", pgid, context.Cause(ctx))
-	}
-}
-
 // WaitFile waits until the file at path is non-empty and ends in a
 // newline — a command wrote a whole line to it, such as its pid — and
 // returns its content without surrounding space. It fails t if ctx ends
