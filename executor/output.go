@@ -158,13 +158,22 @@ func (c *capture) Write(p []byte) (int, error) {
 		}
 	}
 	c.tail.write(p)
-	if c.unread != nil {
+	background := c.unread != nil
+	if background {
 		c.dropped += int64(c.unread.write(p))
 	}
-	spill := c.spillPath
+	spill, total := c.spillPath, c.total
 	c.mu.Unlock()
 	if c.observe != nil {
 		c.observe(p, spill)
+	}
+	if background {
+		// Once this is logged a Read returns these bytes: the event the
+		// golden transcripts' commands wait on before the next bash_output
+		// (nothing else says when a line the task wrote reached us).
+		if ce := c.logger.Check(zap.DebugLevel, "background task output read"); ce != nil {
+			ce.Write(zap.String("stream", c.label), zap.Int64("total", total))
+		}
 	}
 	return len(p), nil
 }

@@ -165,4 +165,7 @@ func (s *Set) taskEnded(end executor.TaskEnd) {
 		return
 	}
 	s.notify(end.Owner, text)
+	// The next model request of the session carries the notice from now
+	// on; the golden transcripts' commands wait on this line.
+	s.log.Debug("notice queued", zap.String("task", end.ID), zap.String("session", end.Owner))
 }
