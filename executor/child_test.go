@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // memStat reads a "VmXXX:  N kB" line of /proc/self/status, in KiB.
@@ -102,14 +103,14 @@ func TestCaptureMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 200 MB")
 	}
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testutil.WithTimeout(t, 60*time.Second)
 	const stream = "seq 1 24000000" // 204,888,897 bytes, every line distinct
 	want, err := exec.CommandContext(ctx, "bash", "-c", stream+" | sha256sum").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=rss", "DSH_RSS_SPILL="+t.TempDir(), "DSH_RSS_CMD="+stream)
+	cmd := testutil.Child(t, ctx, "rss")
+	cmd.Env = append(cmd.Env, "DSH_RSS_SPILL="+t.TempDir(), "DSH_RSS_CMD="+stream)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -182,7 +183,7 @@ func apiKeyChild() int {
 // inspectable) shows the probes would see a leak.
 func TestAPIKeyNotVisible(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t, 40*time.Second)
+	ctx := testutil.WithTimeout(t, 40*time.Second)
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	key := "sk-" + hex.EncodeToString(b)
@@ -215,7 +216,7 @@ func TestAPIKeyNotVisible(t *testing.T) {
 		cmd.Dir = filepath.Dir(bin)
 		cmd.Env = []string{
 			"PATH=" + os.Getenv("PATH"),
-			childEnv + "=apikey",
+			testutil.ChildEnv + "=apikey",
 			"DSH_API_KEY=" + key,
 			"DEEPSEEK_API_KEY=" + key,
 			"COPY_OF_IT=" + key,

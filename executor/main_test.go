@@ -1,45 +1,30 @@
 package executor_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
-// childEnv selects a helper child: the test binary re-executed to measure
-// something in a clean process (its RSS, its /proc/<pid>/environ).
-const childEnv = "DSH_EXECUTOR_TEST_CHILD"
-
+// The test binary re-executed as a helper child (testutil.Child) measures
+// something in a clean process: its RSS, its /proc/<pid>/environ.
 func TestMain(m *testing.M) {
-	switch os.Getenv(childEnv) {
-	case "":
-	case "rss":
-		os.Exit(rssChild())
-	case "apikey":
-		os.Exit(apiKeyChild())
-	default:
-		os.Exit(2)
-	}
-	goleak.VerifyTestMain(m)
-}
-
-// testCtx bounds every test.
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.Main(m, func(mode string) int {
+		switch mode {
+		case "rss":
+			return rssChild()
+		case "apikey":
+			return apiKeyChild()
+		}
+		return 2
+	})
 }
 
 // newLocal builds an executor with fast test settings, closed at cleanup.
@@ -81,51 +66,6 @@ func waitUntil(ctx context.Context, t *testing.T, what string, cond func() bool)
 		case <-tick.C:
 		}
 	}
-}
-
-// processGone reports that pid no longer runs: kill(pid, 0) says ESRCH, or
-// it is a zombie nobody reaps (in this sandbox PID 1 does not reap orphans,
-// so an orphan's corpse stays; it holds no resources and runs nothing).
-func processGone(pid int) bool {
-	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := bytes.Fields(b[i+1:])
-	return len(f) > 0 && (string(f[0]) == "Z" || string(f[0]) == "X")
-}
-
-// liveGroupMembers lists processes of group pgid that are not zombies.
-func liveGroupMembers(t *testing.T, pgid int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatalf("read /proc: %v", err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || f[0][0] == 'Z' || f[0][0] == 'X' {
-			continue
-		}
-		if pg, _ := strconv.Atoi(string(f[2])); pg == pgid {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // pids parses whitespace-separated pids a command printed.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 func TestResolve(t *testing.T) {
@@ -99,7 +100,7 @@ func TestRun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testCtx(t, 20*time.Second)
+			ctx := testutil.Context(t)
 			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd, Workdir: dir})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -124,7 +125,7 @@ func TestRunObserve(t *testing.T) {
 	l := newLocal(t, executor.Options{})
 	var mu sync.Mutex
 	seen := map[executor.Stream]string{}
-	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{
+	res, err := l.Run(testutil.Context(t), executor.Spec{
 		Command: "echo a; echo b >&2; echo c",
 		Observe: func(s executor.Stream, p []byte, _ string) {
 			mu.Lock()
@@ -153,7 +154,7 @@ func TestRunObserveSpill(t *testing.T) {
 	var mu sync.Mutex
 	var before, after int // stdout bytes observed without and with a spill path
 	paths := map[executor.Stream]string{}
-	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{
+	res, err := l.Run(testutil.Context(t), executor.Spec{
 		Command: "seq 1 1000; echo e >&2",
 		Observe: func(s executor.Stream, p []byte, spill string) {
 			mu.Lock()
@@ -203,7 +204,7 @@ func TestRunSpawnErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			l := newLocal(t, tc.opts)
-			_, err := l.Run(testCtx(t, 10*time.Second), executor.Spec{Command: "true", Workdir: tc.workdir})
+			_, err := l.Run(testutil.Context(t), executor.Spec{Command: "true", Workdir: tc.workdir})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run error = %v, want it to contain %q", err, tc.want)
 			}
@@ -244,7 +245,7 @@ func TestRunTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}})
-			ctx := testCtx(t, 20*time.Second)
+			ctx := testutil.Context(t)
 			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd, Timeout: timeout})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -259,7 +260,7 @@ func TestRunTimeout(t *testing.T) {
 				t.Errorf("exit %d signal %q, want %d %q", res.ExitCode, res.Signal, tc.wantCode, tc.wantSignal)
 			}
 			for _, pid := range pids(t, res.Stdout.Text) {
-				waitUntil(ctx, t, fmt.Sprintf("pid %d gone", pid), func() bool { return processGone(pid) })
+				waitUntil(ctx, t, fmt.Sprintf("pid %d gone", pid), func() bool { return testutil.Gone(pid) })
 			}
 		})
 	}
@@ -279,7 +280,7 @@ func TestRunCancel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}})
-			ctx, cancel := context.WithCancel(testCtx(t, 20*time.Second))
+			ctx, cancel := context.WithCancel(testutil.Context(t))
 			defer cancel()
 			// Handshake: cancel once the command said it is ready.
 			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd, Observe: func(s executor.Stream, p []byte, _ string) {
@@ -324,7 +325,7 @@ func TestRunLeftoverBackground(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			l := newLocal(t, executor.Options{Limits: executor.Limits{LeftoverGrace: 200 * time.Millisecond, KillGrace: 300 * time.Millisecond}})
-			ctx := testCtx(t, 20*time.Second)
+			ctx := testutil.Context(t)
 			start := time.Now()
 			res, err := l.Run(ctx, executor.Spec{Command: tc.cmd})
 			if err != nil {
@@ -341,7 +342,7 @@ func TestRunLeftoverBackground(t *testing.T) {
 			if len(ps) != 1 {
 				t.Fatalf("stdout %q, want one pid", res.Stdout.Text)
 			}
-			waitUntil(ctx, t, "leftover gone", func() bool { return processGone(ps[0]) })
+			waitUntil(ctx, t, "leftover gone", func() bool { return testutil.Gone(ps[0]) })
 		})
 	}
 }
@@ -368,7 +369,7 @@ func TestRunOutputLimits(t *testing.T) {
 			t.Parallel()
 			spillParent := t.TempDir()
 			l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: limit}, SpillDir: spillParent})
-			res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: tc.cmd})
+			res, err := l.Run(testutil.Context(t), executor.Spec{Command: tc.cmd})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -418,7 +419,7 @@ func TestRunOutputLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: limit}, SpillDir: notDir})
-		res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "head -c 5000 /dev/zero"})
+		res, err := l.Run(testutil.Context(t), executor.Spec{Command: "head -c 5000 /dev/zero"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +435,7 @@ func TestRunOutputLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := testCtx(t, 20*time.Second)
+		ctx := testutil.Context(t)
 		dirs := map[string]bool{}
 		for range 3 {
 			res, err := l.Run(ctx, executor.Spec{Command: "seq 100; seq 100 >&2", Workdir: parent})
@@ -464,7 +465,7 @@ func TestRunConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testutil.WithTimeout(t, 60*time.Second)
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -494,8 +495,8 @@ func TestRunConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pg := range groups {
-		if live := liveGroupMembers(t, pg); pg <= 0 || len(live) > 0 {
-			t.Errorf("group %d: live members %v after Close", pg, live)
+		if pg <= 0 || !testutil.GroupGone(pg) {
+			t.Errorf("group %d has live members after Close", pg)
 		}
 	}
 }
@@ -517,7 +518,7 @@ func TestRunEnvScrubbed(t *testing.T) {
 		Limits:  executor.Limits{CredentialEnv: append(executor.DefaultLimits().CredentialEnv, "CUSTOM_MODEL_CRED")},
 		Secrets: []string{key},
 	})
-	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "env | sort"})
+	res, err := l.Run(testutil.Context(t), executor.Spec{Command: "env | sort"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // threads reads this process's OS thread count.
@@ -36,7 +37,7 @@ func TestTasksHoldNoThread(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 1,000 processes")
 	}
-	ctx := testCtx(t, 120*time.Second)
+	ctx := testutil.WithTimeout(t, 120*time.Second)
 	l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 2 * time.Second}})
 	before := threads(t)
 	const n = 1000

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // ends collects task ends delivered to a subscriber.
@@ -79,7 +80,7 @@ func TestStart(t *testing.T) {
 	dir := t.TempDir()
 	l := newLocal(t, executor.Options{DefaultWorkdir: dir})
 	e := subscribe(t, l)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 
 	id1, err := l.Start(executor.Spec{Command: "exit 3", Owner: "s1", Timeout: time.Nanosecond})
 	if err != nil {
@@ -134,7 +135,7 @@ func TestStatuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			end := e.wait(testCtx(t, 20*time.Second), id)
+			end := e.wait(testutil.Context(t), id)
 			if d := cmp.Diff(tc.want, end.Status); d != "" {
 				t.Errorf("status (-want +got):\n%s", d)
 			}
@@ -155,7 +156,7 @@ func TestReadIncremental(t *testing.T) {
 	dir := t.TempDir()
 	l := newLocal(t, executor.Options{DefaultWorkdir: dir})
 	e := subscribe(t, l)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	id, err := l.Start(executor.Spec{Command: `echo one; until [ -e go1 ]; do sleep 0.01; done; echo two; printf 'é' | head -c1; until [ -e go2 ]; do sleep 0.01; done; printf 'é' | tail -c1; echo; echo three >&2`})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +203,7 @@ func TestReadDropped(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 1000, UnreadBytes: 1024}})
 	e := subscribe(t, l)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	id, err := l.Start(executor.Spec{Command: "seq 3000; echo small >&2"})
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +248,7 @@ func TestKill(t *testing.T) {
 			t.Parallel()
 			l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}})
 			e := subscribe(t, l)
-			ctx := testCtx(t, 20*time.Second)
+			ctx := testutil.Context(t)
 			id, err := l.Start(executor.Spec{Command: tc.cmd})
 			if err != nil {
 				t.Fatal(err)
@@ -280,7 +281,7 @@ func TestKillTwiceKeepsEscalation(t *testing.T) {
 	const grace = time.Second
 	l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: grace}})
 	e := subscribe(t, l)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	id, err := l.Start(executor.Spec{Command: "trap 'echo got' TERM; echo ready; i=0; while :; do sleep 0.05; i=$((i+1)); echo tick$i; done"})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +337,7 @@ func TestKillOwned(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, executor.Options{})
 	e := subscribe(t, l)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	owners := []string{"a", "a", "b", ""}
 	ids := make([]string, len(owners))
 	for i, o := range owners {
@@ -381,7 +382,7 @@ func TestSubscribeOnce(t *testing.T) {
 	var unsubscribedCalls atomic.Int32
 	unsub := l.Subscribe(func(executor.TaskEnd) { unsubscribedCalls.Add(1) })
 	unsub()
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 
 	completed, _ := l.Start(executor.Spec{Command: "true"})
 	killed, _ := l.Start(executor.Spec{Command: "echo ready; sleep 100"})
@@ -426,7 +427,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testutil.Context(t)
 	bg := []string{
 		"echo $$; echo ready; sleep 100",
 		"echo $$; trap '' TERM; (trap '' TERM; while :; do sleep 0.05; done) & echo ready; while :; do sleep 0.05; done",
@@ -475,8 +476,8 @@ func TestClose(t *testing.T) {
 	}
 	// No waiting here: Close returning is the promise.
 	for _, pg := range groups {
-		if live := liveGroupMembers(t, pg); len(live) > 0 {
-			t.Errorf("group %d still has live members %v after Close", pg, live)
+		if !testutil.GroupGone(pg) {
+			t.Errorf("group %d still has live members after Close", pg)
 		}
 	}
 
@@ -496,7 +497,7 @@ func TestClose(t *testing.T) {
 func TestKillOwnedRemovesSpillFiles(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 16}})
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	spill := func(owner string) string {
 		res, err := l.Run(ctx, executor.Spec{Command: "seq 1 100", Owner: owner})
 		if err != nil {
@@ -526,7 +527,7 @@ func TestKeepSpillFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "seq 1 100", Owner: "a"})
+	res, err := l.Run(testutil.Context(t), executor.Spec{Command: "seq 1 100", Owner: "a"})
 	if err != nil || res.Stdout.SpillPath == "" {
 		t.Fatalf("run: %v, spill %q", err, res.Stdout.SpillPath)
 	}

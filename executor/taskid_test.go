@@ -3,9 +3,9 @@ package executor_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // NextTaskID numbers tasks (a store continuing its sequence after a
@@ -24,7 +24,7 @@ func TestNextTaskID(t *testing.T) {
 		return next, nil
 	}})
 	e := subscribe(t, l)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	id, err := l.Start(executor.Spec{Command: "true", Owner: "s1"})
 	if err != nil || id != "bash-42" {
 		t.Fatalf("Start = %q, %v; want bash-42", id, err)

@@ -2,16 +2,16 @@ package executor_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 func TestList(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, executor.Options{DefaultWorkdir: t.TempDir()})
 	e := subscribe(t, l)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	var ids []string
 	for _, spec := range []executor.Spec{
 		{Command: "true", Owner: "s1"},

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-acp/dsh-acp/executor/proctab"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.Main(m, nil) }
 
 func TestListShowsSelf(t *testing.T) {
 	ps, err := proctab.List()

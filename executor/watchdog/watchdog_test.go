@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/dsh-acp/dsh-acp/executor/proctab"
 	"github.com/dsh-acp/dsh-acp/executor/watchdog"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.Main(m, nil) }
 
 // On EOF, Serve ends a registered session — its leader's group and a group
 // that left it (job control) — and a marked process that left the session
