@@ -32,6 +32,16 @@ func flock(f *os.File, wait bool) error {
 	}
 }
 
+// closeUnlocked drops f's lock, then closes f. Closing alone is not
+// enough: a child forked by any goroutine of the process holds a copy of
+// the descriptor, and with it the lock, until it execs (close-on-exec), so a
+// session closed and at once reopened could be refused as locked.
+// Unlocking acts on the open file description, whoever shares it.
+func closeUnlocked(f *os.File) error {
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return f.Close()
+}
+
 // sameFile reports whether f is still the file at its path: a lock taken on
 // a file that was deleted (or replaced) while we waited for it guards nothing.
 func sameFile(f *os.File) (bool, error) {

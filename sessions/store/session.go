@@ -100,7 +100,7 @@ func (s *Store) create(id, cwd string) (*Session, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
+			closeUnlocked(f)
 		}
 	}()
 	if err := flock(f, false); err != nil {
@@ -170,7 +170,7 @@ func (s *Store) openLocked(id string) (*Session, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
+			closeUnlocked(f)
 		}
 	}()
 	if err := flock(f, false); err != nil {
@@ -432,7 +432,7 @@ func (sess *Session) Close() error {
 	}
 	err := sess.sync()
 	sess.closed = true
-	if cerr := sess.f.Close(); err == nil {
+	if cerr := closeUnlocked(sess.f); err == nil {
 		err = cerr
 	}
 	sess.store.release(sess.id)

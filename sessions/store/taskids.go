@@ -31,7 +31,7 @@ func (s *Store) NextTaskIDs(n int) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reserve task ids: %w", err)
 	}
-	defer lf.Close() // releases the lock
+	defer closeUnlocked(lf)
 	if err := flock(lf, true); err != nil {
 		return 0, fmt.Errorf("reserve task ids: %w", err)
 	}
