@@ -41,9 +41,7 @@ type harness struct {
 	exitCode   int // valid once exited is closed
 	scriptPath string
 	extraFlags []string
-	// earlier are the trackers of processes a restart step stopped.
-	earlier []*tracker
-	stderr  lockedBuffer
+	stderr     lockedBuffer
 	// clientLog collects the JSON-RPC client's own complaints.
 	clientLog lockedBuffer
 	logPath   string
