@@ -29,8 +29,9 @@ const (
 )
 
 // approver asks before a call runs, from the call's approval subject alone:
-// --deny rules veto, --allow rules and "always" answers pass, mode auto
-// passes, everything else asks the editor. A call without a subject (the
+// --deny rules veto, mode sandbox passes commands confined, --allow rules
+// and "always" answers pass, mode auto passes, everything else asks the
+// editor. A call without a subject (the
 // task tools: they touch only the session's own tasks; arguments that will
 // not run) never asks.
 func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agent.Approver {
@@ -50,11 +51,19 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 			log.Warn("unknown approval subject", zap.Stringer("kind", sub.Kind))
 			return a.ask(ctx, s, conn, call, nil, "", log)
 		}
-		switch {
+		// The mode is read once: it decides both whether to ask and
+		// whether the call runs confined. Ask runs what the user (or a
+		// rule) allowed unconfined; Auto in sandbox runs every command
+		// confined without asking; Full access runs it all unconfined.
+		// An MCP tool cannot be confined (its server is the editor's): in
+		// Auto in sandbox it is asked as in Ask.
+		switch mode := s.Mode(); {
 		case d.Verdict == permission.Deny:
 			log.Info("call denied by rule", zap.String("rule", d.Rule))
 			return agent.Approval{Message: fmt.Sprintf("Error: permission denied: the %s matches the deny rule %q; it was not run", deniedWhat(sub), d.Rule)}, nil
-		case d.Verdict == permission.Allow, s.Mode() == sessions.ModeAuto:
+		case mode == sessions.ModeSandbox && sub.Kind == tools.ShellCommand:
+			return agent.Approval{Allowed: true, Sandboxed: true}, nil
+		case d.Verdict == permission.Allow, mode == sessions.ModeAuto:
 			return agent.Approval{Allowed: true}, nil
 		case sub.Kind == tools.ToolKey && a.opts.MCP.AllowReadOnly && mcpOf(s) != nil && mcpOf(s).readOnly(call):
 			log.Info("read-only mcp tool allowed", zap.String("tool", sub.Text))

@@ -80,6 +80,7 @@ func (a *Agent) sessionModel(s *sessions.Session) string {
 
 // configOptions is the full list of a session's config options.
 func (a *Agent) configOptions(ctx context.Context, s *sessions.Session) []acpsdk.SessionConfigOption {
+	modes := a.modes()
 	modeOpts := make(acpsdk.SessionConfigSelectOptionsUngrouped, 0, len(modes))
 	for _, m := range modes {
 		modeOpts = append(modeOpts, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(m.Id), Name: m.Name, Description: m.Description})
@@ -108,8 +109,8 @@ func (a *Agent) configOptions(ctx context.Context, s *sessions.Session) []acpsdk
 	}
 }
 
-func modeState(s *sessions.Session) *acpsdk.SessionModeState {
-	return &acpsdk.SessionModeState{AvailableModes: modes, CurrentModeId: acpsdk.SessionModeId(s.Mode())}
+func (a *Agent) modeState(s *sessions.Session) *acpsdk.SessionModeState {
+	return &acpsdk.SessionModeState{AvailableModes: a.modes(), CurrentModeId: acpsdk.SessionModeId(s.Mode())}
 }
 
 // SetSessionConfigOption sets mode or model from the next model request,
@@ -130,7 +131,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 	case configMode:
 		if err := s.SetMode(sessions.Mode(value)); err != nil {
 			return resp, acpsdk.NewInvalidParams(map[string]any{
-				"error": fmt.Sprintf("unknown value %q of config option %q: valid values are %q and %q", value, configMode, sessions.ModeAsk, sessions.ModeAuto),
+				"error": fmt.Sprintf("unknown value %q of config option %q: valid values are %s", value, configMode, strings.Replace(a.modeList(), " or ", " and ", 1)),
 			})
 		}
 		a.sendUpdate(ctx, s.ID, acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{CurrentModeId: acpsdk.SessionModeId(value)}})

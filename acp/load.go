@@ -30,7 +30,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (r
 		a.replay(ctx, l.Session.ID, l.Entries)
 	}
 	a.announceCommands(l.Session.ID)
-	return acpsdk.LoadSessionResponse{Modes: modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
+	return acpsdk.LoadSessionResponse{Modes: a.modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
 }
 
 // ResumeSession is LoadSession without the replay.
@@ -41,7 +41,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 		return resp, toRequestError(err)
 	}
 	a.announceCommands(l.Session.ID)
-	return acpsdk.ResumeSessionResponse{Modes: modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
+	return acpsdk.ResumeSessionResponse{Modes: a.modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
 }
 
 // UnstableDeleteSession removes a session from the store, closing it first

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -11,9 +13,47 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions"
 )
 
-var modes = []acpsdk.SessionMode{
-	{Id: acpsdk.SessionModeId(sessions.ModeAsk), Name: "Ask", Description: acpsdk.Ptr("Ask before running each command, unless an --allow rule or an earlier \"always\" covers it.")},
-	{Id: acpsdk.SessionModeId(sessions.ModeAuto), Name: "Auto", Description: acpsdk.Ptr("Run commands without asking (--deny rules still apply).")},
+// Modes as the editor shows them. Where the sandbox is not offered the two
+// modes keep the names they always had; beside Auto in sandbox, Auto is
+// Full access, which is what it is.
+var (
+	modeAsk     = acpsdk.SessionMode{Id: acpsdk.SessionModeId(sessions.ModeAsk), Name: "Ask", Description: acpsdk.Ptr("Ask before running each command, unless an --allow rule or an earlier \"always\" covers it.")}
+	modeAuto    = acpsdk.SessionMode{Id: acpsdk.SessionModeId(sessions.ModeAuto), Name: "Auto", Description: acpsdk.Ptr("Run commands without asking (--deny rules still apply).")}
+	modeSandbox = acpsdk.SessionMode{Id: acpsdk.SessionModeId(sessions.ModeSandbox), Name: "Auto in sandbox", Description: acpsdk.Ptr("Run commands without asking, confined: they write only in the session's directory and a private temporary one, and read none of the agent's files (--deny rules still apply).")}
+	modeFull    = acpsdk.SessionMode{Id: acpsdk.SessionModeId(sessions.ModeAuto), Name: "Full access", Description: acpsdk.Ptr("Run commands without asking and unconfined, with your full authority (--deny rules still apply).")}
+)
+
+// modes lists the modes the registry offers.
+func (a *Agent) modes() []acpsdk.SessionMode {
+	offered := a.opts.Sessions.Modes()
+	sandbox := slices.Contains(offered, sessions.ModeSandbox)
+	out := make([]acpsdk.SessionMode, 0, len(offered))
+	for _, m := range offered {
+		switch {
+		case m == sessions.ModeAsk:
+			out = append(out, modeAsk)
+		case m == sessions.ModeSandbox:
+			out = append(out, modeSandbox)
+		case m == sessions.ModeAuto && sandbox:
+			out = append(out, modeFull)
+		case m == sessions.ModeAuto:
+			out = append(out, modeAuto)
+		}
+	}
+	return out
+}
+
+// modeList names the offered modes for an error message: "ask" or "auto".
+func (a *Agent) modeList() string {
+	offered := a.opts.Sessions.Modes()
+	q := make([]string, len(offered))
+	for i, m := range offered {
+		q[i] = fmt.Sprintf("%q", m)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // NewSession registers a session for an absolute, existing cwd.
@@ -29,7 +69,7 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (res
 	a.announceAfterReply(s.ID)
 	return acpsdk.NewSessionResponse{
 		SessionId:     acpsdk.SessionId(s.ID),
-		Modes:         modeState(s),
+		Modes:         a.modeState(s),
 		ConfigOptions: a.configOptions(ctx, s),
 	}, nil
 }
@@ -72,7 +112,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeReque
 	}
 	if err := s.SetMode(sessions.Mode(p.ModeId)); err != nil {
 		return acpsdk.SetSessionModeResponse{}, acpsdk.NewInvalidParams(map[string]any{
-			"error": fmt.Sprintf("unknown mode %q: expected %q or %q", p.ModeId, sessions.ModeAsk, sessions.ModeAuto),
+			"error": fmt.Sprintf("unknown mode %q: expected %s", p.ModeId, a.modeList()),
 		})
 	}
 	a.sessionLogger(s.ID).Info("mode changed", zap.String("mode", string(p.ModeId)))

@@ -89,6 +89,10 @@ type Approval struct {
 	Allowed bool
 	// Message is told to the model as the call's result when not allowed.
 	Message string
+	// Sandboxed: the allowed call runs confined (tools.WithSandbox), as
+	// decided with the approval itself, so a mode switched meanwhile can
+	// neither skip the question nor the sandbox.
+	Sandboxed bool
 }
 
 // Approver is asked before each tool call runs; it decides from the call's
@@ -471,8 +475,10 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 			answer(info, p.Skipped(fmt.Sprintf("Error: unknown tool %q", info.Name)))
 			continue
 		}
+		var ap Approval
 		if t.Approver != nil {
-			ap, err := t.Approver.Approve(ctx, info)
+			var err error
+			ap, err = t.Approver.Approve(ctx, info)
 			if err != nil {
 				if ctx.Err() == nil {
 					log.Warn("permission request failed", zap.String("tool_call", info.ID), zap.Error(err))
@@ -490,9 +496,13 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 				continue
 			}
 		}
+		runCtx := ctx
+		if ap.Sandboxed {
+			runCtx = tools.WithSandbox(ctx)
+		}
 		emit(Event{Kind: EventToolRunning, Call: info})
 		id := info
-		res := p.Run(ctx, func(c tools.Chunk) {
+		res := p.Run(runCtx, func(c tools.Chunk) {
 			emit(Event{Kind: EventToolOutput, Call: id, Output: c})
 		})
 		answer(info, res)

@@ -61,6 +61,11 @@ type Spec struct {
 	// must return quickly, must not block and must not keep p after
 	// returning.
 	Observe func(s Stream, p []byte, spill string)
+	// Sandboxed runs the command confined by the executor's Confiner
+	// (Options.Confine); without one the command fails to start
+	// (ErrNoSandbox). False runs it unconfined, unless the executor
+	// confines everything (Options.ConfineAll).
+	Sandboxed bool
 }
 
 // Output is what is kept of one stream.

@@ -60,6 +60,14 @@ type Options struct {
 	// nobody is told. Hardening the agent process itself (non-dumpable,
 	// the credential hand-over) is the program's job, not the executor's.
 	Watcher Watcher
+	// Confine, if set, confines the commands whose Spec.Sandboxed is set
+	// (every command with ConfineAll). Nil means no command can be
+	// confined: a sandboxed spec fails to start with ErrNoSandbox.
+	Confine Confiner
+	// ConfineAll confines every command, whatever its Spec.Sandboxed says:
+	// a sandboxed executor behind the same seam (tests run the tool and
+	// transcript suites against it). It needs Confine.
+	ConfineAll bool
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
 }
@@ -97,6 +105,7 @@ type Local struct {
 	nextSub  int
 	shell    string              // resolved Shell, cached after the first lookup
 	spillDir string              // created on first need
+	ownDirs  map[string]string   // owner → its subdirectory of spillDir
 	spills   map[string][]string // owner → its spill files, for KillOwned
 
 	closeOnce sync.Once
@@ -116,6 +125,8 @@ func NewLocal(opts Options) (*Local, error) {
 		return nil, errors.New("new executor: negative duration")
 	case opts.TailBytes < 0, opts.UnreadBytes < 0:
 		return nil, errors.New("new executor: negative size")
+	case opts.ConfineAll && opts.Confine == nil:
+		return nil, errors.New("new executor: ConfineAll without a Confiner")
 	case opts.DefaultTimeout > opts.MaxTimeout:
 		return nil, fmt.Errorf("new executor: default timeout %v exceeds max %v", opts.DefaultTimeout, opts.MaxTimeout)
 	}
@@ -139,6 +150,7 @@ func NewLocal(opts Options) (*Local, error) {
 		procs:    make(map[*proc]struct{}),
 		tasks:    make(map[string]*task),
 		subs:     make(map[int]func(TaskEnd)),
+		ownDirs:  make(map[string]string),
 		spills:   make(map[string][]string),
 	}, nil
 }
@@ -283,6 +295,11 @@ func (l *Local) Close() error {
 				l.closeErr = fmt.Errorf("close: remove spill dir: %w", err)
 			}
 		}
+		if c := l.opts.Confine; c != nil {
+			if err := c.Close(); err != nil {
+				l.closeErr = errors.Join(l.closeErr, fmt.Errorf("close: sandbox: %w", err))
+			}
+		}
 	})
 	return l.closeErr
 }
@@ -331,25 +348,42 @@ func (l *Local) endSessions(sids map[int]bool) {
 	}
 }
 
-// spillFile creates a spill file in the private directory, creating that
-// directory on first need, and records it under its owner so KillOwned can
-// remove it. A failure is retried on the next overflow.
-func (l *Local) spillFile(owner, label string) (*os.File, error) {
+// spillDirs returns the executor's private spill directory and owner's
+// subdirectory of it, creating them on first need (mode 0700). Each owner
+// (session) has its own, so that a confined command can be let read its
+// session's spill files and none of another's.
+func (l *Local) spillDirs(owner string) (root, own string, err error) {
 	l.mu.Lock()
-	dir := l.spillDir
-	if dir == "" {
+	defer l.mu.Unlock()
+	if l.spillDir == "" {
 		parent := l.opts.SpillDir
 		if parent == "" {
 			parent = os.TempDir()
 		}
 		d, err := os.MkdirTemp(parent, "dsh-acp-spill-")
 		if err != nil {
-			l.mu.Unlock()
-			return nil, fmt.Errorf("spill dir: %w", err)
+			return "", "", fmt.Errorf("spill dir: %w", err)
 		}
-		l.spillDir, dir = d, d
+		l.spillDir = d
 	}
-	l.mu.Unlock()
+	if own = l.ownDirs[owner]; own == "" {
+		d, err := os.MkdirTemp(l.spillDir, "s-")
+		if err != nil {
+			return "", "", fmt.Errorf("spill dir: %w", err)
+		}
+		l.ownDirs[owner], own = d, d
+	}
+	return l.spillDir, own, nil
+}
+
+// spillFile creates a spill file in the owner's private directory, creating
+// it on first need, and records it under its owner so KillOwned can remove
+// it. A failure is retried on the next overflow.
+func (l *Local) spillFile(owner, label string) (*os.File, error) {
+	_, dir, err := l.spillDirs(owner)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.CreateTemp(dir, label+"-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("spill file: %w", err)

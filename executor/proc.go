@@ -107,7 +107,13 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	}
 	p.outR, p.errR = outR, errR
 
-	p.cmd = l.command(shell, spec, outW, errW)
+	cmd, done, err := l.command(shell, spec, outW, errW)
+	if err != nil {
+		closeAll(outR, outW, errR, errW)
+		return nil, err
+	}
+	defer done()
+	p.cmd = cmd
 	pidfd := wantPidfd(p.cmd.SysProcAttr)
 
 	// Registering under the lock that Close takes guarantees Close either
@@ -153,9 +159,28 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 }
 
 // command is how one spec becomes a process: the single place that decides
-// the argv, environment, descriptors and attributes of a command, so a
-// launcher (a sandbox) can wrap it.
-func (l *Local) command(shell string, spec Spec, stdout, stderr *os.File) *exec.Cmd {
+// the argv, environment, descriptors and attributes of a command. A confined
+// command (Spec.Sandboxed, or every one with ConfineAll) is the Confiner's
+// process; everything after (start, signals, reaping, the watchdog) is the
+// same for both. done is called once Start returned.
+func (l *Local) command(shell string, spec Spec, stdout, stderr *os.File) (cmd *exec.Cmd, done func(), err error) {
+	if spec.Sandboxed || l.opts.ConfineAll {
+		if l.opts.Confine == nil {
+			return nil, nil, fmt.Errorf("start bash: %w", ErrNoSandbox)
+		}
+		root, own, err := l.spillDirs(spec.Owner)
+		if err != nil {
+			// Without its directories the other sessions' spill files could
+			// not be kept out of reach: do not start.
+			return nil, nil, fmt.Errorf("start bash: sandbox: %w", err)
+		}
+		cmd, done, err := l.opts.Confine.Command(Confinement{Shell: shell, Spec: spec, Env: l.env, SpillDir: own, PrivateDir: root})
+		if err != nil {
+			return nil, nil, fmt.Errorf("start bash: sandbox: %w", err)
+		}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		return cmd, done, nil
+	}
 	return &exec.Cmd{
 		Path:   shell,
 		Args:   []string{"bash", "-c", spec.Command},
@@ -169,7 +194,7 @@ func (l *Local) command(shell string, spec Spec, stdout, stderr *os.File) *exec.
 		// password nobody will type. The session is also what marks every
 		// process of the command, those that leave its group included.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
+	}, func() {}, nil
 }
 
 func closeAll(fs ...*os.File) {

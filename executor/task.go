@@ -189,7 +189,14 @@ func (l *Local) KillOwned(owner string) int {
 	}
 	spills := l.spills[owner]
 	delete(l.spills, owner)
+	ownDir := l.ownDirs[owner]
+	if !l.opts.KeepSpillFiles {
+		delete(l.ownDirs, owner)
+	}
 	l.mu.Unlock()
+	if c := l.opts.Confine; c != nil {
+		c.Release(owner)
+	}
 	// Nobody can refer to a gone owner's output any more (unless the files
 	// are kept for someone outside, KeepSpillFiles). A task still writing
 	// keeps its open file until it dies; the name goes now.
@@ -199,6 +206,11 @@ func (l *Local) KillOwned(owner string) int {
 	for _, path := range spills {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			l.logger.Warn("remove spill file", zap.String("path", path), zap.Error(err))
+		}
+	}
+	if ownDir != "" && !l.opts.KeepSpillFiles {
+		if err := os.RemoveAll(ownDir); err != nil {
+			l.logger.Warn("remove spill dir", zap.String("path", ownDir), zap.Error(err))
 		}
 	}
 	n := 0

@@ -91,8 +91,14 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	s.stored = stored
 	s.history, s.seqs = history(entries, state)
 	s.title = state.Title
-	if m := Mode(state.Mode); m.Valid() {
+	// A stored mode this process does not offer (the sandbox is off now)
+	// falls back to asking, never to running unconfined unasked.
+	s.mode = ModeAsk
+	switch m := Mode(state.Mode); {
+	case r.Offers(m):
 		s.mode = m
+	case m.Valid():
+		s.mode = ModeAsk
 	}
 	s.model = state.Config[ConfigModel]
 	if u := state.Usage; u != nil {

@@ -39,14 +39,21 @@ var (
 type Mode string
 
 const (
-	// ModeAsk asks before each command unless a rule allows it.
+	// ModeAsk asks before each command unless a rule allows it; what
+	// runs, runs unconfined (the user saw it, or a rule named it).
 	ModeAsk Mode = "ask"
-	// ModeAuto runs commands without asking (deny rules still apply).
+	// ModeSandbox runs commands without asking, confined to the sandbox
+	// (deny rules still apply). Offered only where the sandbox is
+	// (Options.Sandbox).
+	ModeSandbox Mode = "sandbox"
+	// ModeAuto (Full access) runs commands without asking and unconfined
+	// (deny rules still apply). The id predates ModeSandbox and is kept so
+	// that settings users wrote keep their meaning.
 	ModeAuto Mode = "auto"
 )
 
 // Valid reports whether m is a known mode.
-func (m Mode) Valid() bool { return m == ModeAsk || m == ModeAuto }
+func (m Mode) Valid() bool { return m == ModeAsk || m == ModeAuto || m == ModeSandbox }
 
 // Options configure a Registry.
 type Options struct {
@@ -63,6 +70,13 @@ type Options struct {
 	// for the tasks that were running when its previous process stopped;
 	// nil means a plain default.
 	GoneNotice func(taskIDs []string) string
+	// Sandbox offers ModeSandbox: commands can be confined. False refuses
+	// it (SetMode fails; a stored session in it loads in ModeAsk).
+	Sandbox bool
+	// DefaultMode is the mode a new session starts in; empty means
+	// ModeAsk. A mode not offered (ModeSandbox without Sandbox) reads as
+	// ModeAsk.
+	DefaultMode Mode
 	// Logger receives store write failures; nil means none.
 	Logger *zap.Logger
 }
@@ -74,6 +88,8 @@ type Registry struct {
 	store      *store.Store
 	goneNotice func([]string) string
 	log        *zap.Logger
+	sandbox    bool
+	defMode    Mode
 
 	// mu guards byID and loading.
 	mu   sync.Mutex
@@ -86,7 +102,11 @@ type Registry struct {
 // New returns an empty registry.
 func New(opts Options) *Registry {
 	r := &Registry{newID: opts.NewID, onClose: opts.OnClose, store: opts.Store, goneNotice: opts.GoneNotice, log: opts.Logger,
+		sandbox: opts.Sandbox, defMode: opts.DefaultMode,
 		byID: map[string]*Session{}, loading: map[string]chan struct{}{}}
+	if !r.Offers(r.defMode) {
+		r.defMode = ModeAsk
+	}
 	if r.newID == nil {
 		r.newID = func() string { return uuid.NewString() }
 	}
@@ -101,8 +121,21 @@ func New(opts Options) *Registry {
 	return r
 }
 
+// Offers reports whether m is a mode sessions can be in here.
+func (r *Registry) Offers(m Mode) bool {
+	return m == ModeAsk || m == ModeAuto || (m == ModeSandbox && r.sandbox)
+}
+
+// Modes lists the modes offered, in the order an editor shows them.
+func (r *Registry) Modes() []Mode {
+	if r.sandbox {
+		return []Mode{ModeAsk, ModeSandbox, ModeAuto}
+	}
+	return []Mode{ModeAsk, ModeAuto}
+}
+
 // Create validates cwd (absolute, an existing directory) and registers a new
-// session in ModeAsk.
+// session in the default mode (Options.DefaultMode).
 func (r *Registry) Create(cwd string) (*Session, error) {
 	cwd, err := checkCwd(cwd)
 	if err != nil {
@@ -115,6 +148,11 @@ func (r *Registry) Create(cwd string) (*Session, error) {
 			return nil, fmt.Errorf("store the session (run with --no-persist to keep sessions in memory only): %w", err)
 		}
 		s.stored = stored
+		if s.mode != ModeAsk {
+			// A session with no mode stored loads in ModeAsk, whatever
+			// the default of the process loading it.
+			s.persist(store.Mode{Mode: string(s.mode)})
+		}
 	}
 	s.updated = time.Now()
 	r.mu.Lock()
@@ -127,7 +165,8 @@ func (r *Registry) newSession(id, cwd string) *Session {
 	return &Session{
 		ID:       id,
 		Cwd:      cwd,
-		mode:     ModeAsk,
+		mode:     r.defMode,
+		offers:   r.Offers,
 		allowed:  map[string]bool{},
 		lastDone: closedChan(),
 		log:      r.log.With(zap.String("session", id)),
@@ -240,6 +279,7 @@ type Session struct {
 	seqs     []int64
 	notices  []notice
 	mode     Mode
+	offers   func(Mode) bool // the registry's Offers
 	allowed  map[string]bool
 	current  *turn
 	lastDone chan struct{}
@@ -420,7 +460,7 @@ func (s *Session) Mode() Mode {
 
 // SetMode changes the permission mode.
 func (s *Session) SetMode(m Mode) error {
-	if !m.Valid() {
+	if !s.offers(m) {
 		return fmt.Errorf("unknown mode %q", m)
 	}
 	s.mu.Lock()

@@ -26,6 +26,23 @@ type Caller struct {
 	Gone func(taskID string) bool
 }
 
+// sandboxKey marks a call's context: the call runs confined.
+type sandboxKey struct{}
+
+// WithSandbox returns ctx marked so that the call run with it is confined
+// (a command runs in the executor's sandbox). The approver decides it per
+// call, with the approval: in the session mode that runs commands in the
+// sandbox without asking.
+func WithSandbox(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sandboxKey{}, true)
+}
+
+// Sandboxed reports whether ctx was marked by WithSandbox.
+func Sandboxed(ctx context.Context) bool {
+	v, _ := ctx.Value(sandboxKey{}).(bool)
+	return v
+}
+
 // Kind is the ACP tool kind: it lets an editor pick an icon.
 type Kind string
 

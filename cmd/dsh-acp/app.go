@@ -146,6 +146,16 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		return nil, errors.Join(err, closeAll(closers))
 	}
 	a := &app{log: log, closers: closers, store: st, guard: g}
+	deny := []string{cfg.logFile, cfg.scriptRecord}
+	if st != nil {
+		if dir, err := cfg.storeDir(); err == nil {
+			deny = append(deny, dir)
+		}
+	}
+	sb, err := setupSandbox(cfg, log, deny)
+	if err != nil {
+		return nil, errors.Join(err, closeAll(closers))
+	}
 	exOpts := executor.Options{
 		Limits:   limits,
 		SpillDir: cfg.spillDir,
@@ -158,7 +168,11 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		KeepEnv:        cfg.keepEnv,
 		Secrets:        nonEmpty(cfg.apiKey),
 		Watcher:        g.watcher(),
+		ConfineAll:     sb.all,
 		Logger:         log.Named("executor"),
+	}
+	if sb.confiner != nil {
+		exOpts.Confine = sb.confiner
 	}
 	if st != nil {
 		// Task ids continue the store's sequence, and each task is recorded
@@ -186,9 +200,11 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 				log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
 			}
 		},
-		Store:      st,
-		GoneNotice: bashtool.GoneNotice,
-		Logger:     log.Named("sessions"),
+		Store:       st,
+		GoneNotice:  bashtool.GoneNotice,
+		Sandbox:     sb.offered,
+		DefaultMode: sessions.Mode(cfg.defaultMode),
+		Logger:      log.Named("sessions"),
 	})
 	unsubscribe := ex.Subscribe(func(end executor.TaskEnd) {
 		if end.Owner != "" {

@@ -54,6 +54,13 @@ type config struct {
 	// state directory is looked up from it when a store is opened).
 	getenv env
 
+	// sandbox is --sandbox: "on", "off", or "" (on where the probe finds
+	// it). defaultMode is --default-mode.
+	sandbox        string
+	defaultMode    string
+	sandboxRead    stringList
+	sandboxNetwork bool
+
 	mcpStartTimeout  time.Duration
 	mcpTimeout       time.Duration
 	allowMCPReadOnly bool
@@ -111,6 +118,10 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error (default warn on stderr, info with --log-file)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.StringVar(&cfg.stateDir, "state-dir", getenv.first("DSH_STATE_DIR"), "keep sessions under `DIR` (env DSH_STATE_DIR; default $XDG_STATE_HOME/dsh-acp, else ~/.local/state/dsh-acp, ~/Library/Application Support/dsh-acp on macOS)")
+	fs.StringVar(&cfg.sandbox, "sandbox", "", "offer the Auto in sandbox mode: `on` (refuse to start without a sandbox) or off (default: on where the kernel can confine commands)")
+	fs.StringVar(&cfg.defaultMode, "default-mode", "ask", "the `MODE` a new session starts in: ask, sandbox (Auto in sandbox; refuses to start without a sandbox) or auto (Full access)")
+	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
+	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")
 	fs.BoolVar(&cfg.noPersist, "no-persist", false, "keep sessions in memory only: nothing is stored, listed after a restart, loaded or resumed")
 	return fs
 }
@@ -269,6 +280,25 @@ func (c *config) validate() error {
 	}
 	if c.mcpStartTimeout <= 0 || c.mcpTimeout <= 0 {
 		return errors.New("--mcp-start-timeout and --mcp-timeout must be positive")
+	}
+	switch c.sandbox {
+	case "", "on", "off":
+	default:
+		return fmt.Errorf("--sandbox must be on or off, got %q", c.sandbox)
+	}
+	switch c.defaultMode {
+	case "ask", "auto":
+	case "sandbox":
+		if c.sandbox == "off" {
+			return errors.New("--default-mode sandbox needs the sandbox: drop --sandbox off")
+		}
+	default:
+		return fmt.Errorf("--default-mode must be ask, sandbox or auto, got %q", c.defaultMode)
+	}
+	for _, p := range c.sandboxRead {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("--sandbox-read needs an absolute path, got %q", p)
+		}
 	}
 	switch c.logLevel {
 	case "", "debug", "info", "warn", "error":

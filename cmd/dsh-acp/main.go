@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // useWatchdog: the program (not a test building the app in-process) runs
@@ -21,6 +23,9 @@ import (
 var useWatchdog bool
 
 func main() {
+	// First of all: a sandbox helper (this binary re-executed to confine
+	// one command) must not touch anything of the agent's.
+	sandbox.HelperMain()
 	if len(os.Args) > 1 && os.Args[1] == watchdogMode {
 		os.Exit(runWatchdog(os.Args[2:]))
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"go.uber.org/goleak"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // binPath is the dsh-acp binary built once for the tests that need a real
@@ -25,6 +27,8 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	// The in-process app probes the sandbox by re-executing this binary.
+	sandbox.HelperMain()
 	dir, err := os.MkdirTemp("", "dsh-acp-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

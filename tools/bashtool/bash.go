@@ -106,7 +106,11 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 		// Foreground runs carry the owner too, so a closing session's
 		// KillOwned reaches whatever it still has running.
 		Owner: caller.SessionID,
+		// Confined when the call was approved to run in the sandbox; what
+		// the model reads is the same either way.
+		Sandboxed: tools.Sandboxed(ctx),
 	}
+	raw.Sandboxed = spec.Sandboxed
 	if args.Background {
 		return t.start(caller, spec, raw)
 	}

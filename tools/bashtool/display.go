@@ -28,6 +28,8 @@ type RawOutput struct {
 	Cwd string `json:"cwd,omitempty"`
 	// IsError mirrors the result's IsError.
 	IsError bool `json:"isError,omitempty"`
+	// Sandboxed: the command ran (or was to run) confined in the sandbox.
+	Sandboxed bool `json:"sandboxed,omitempty"`
 }
 
 // failed: the command ran and did not succeed.

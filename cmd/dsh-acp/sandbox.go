@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+)
+
+// testExecutorEnv is the test switch that confines every command, whatever
+// the session's mode: the transcript suite runs against the sandboxed
+// executor with DSH_TEST_EXECUTOR=sandbox. It only ever confines more, and
+// like --sandbox on it refuses to start where there is no sandbox.
+const testExecutorEnv = "DSH_TEST_EXECUTOR"
+
+// sandboxSetup is what the probe and the flags decided.
+type sandboxSetup struct {
+	// confiner confines commands; nil when none can or may be.
+	confiner *sandbox.Confiner
+	// offered: sessions may be in the Auto in sandbox mode.
+	offered bool
+	// all: every command is confined (the test switch).
+	all bool
+}
+
+// setupSandbox probes the kernel (once, logged) unless the sandbox is off,
+// and refuses to go on when the sandbox was asked for — --sandbox on,
+// --default-mode sandbox or the test switch — and cannot be had: nothing
+// ever runs unconfined that was meant to be confined. deny is what is the
+// agent's and no command may read.
+func setupSandbox(cfg *config, log *zap.Logger, deny []string) (sandboxSetup, error) {
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	all := getenv(testExecutorEnv) == "sandbox"
+	wanted := cfg.sandbox == "on" || cfg.defaultMode == "sandbox" || all
+	if cfg.sandbox == "off" && !all {
+		log.Info("sandbox off (--sandbox off)")
+		return sandboxSetup{}, nil
+	}
+	avail := sandbox.Probe(log.Named("sandbox"))
+	if err := sandbox.Require(avail); err != nil {
+		if wanted {
+			return sandboxSetup{}, fmt.Errorf("the sandbox was asked for (%s) but cannot be had: %w", whyWanted(cfg, all), err)
+		}
+		log.Info("no sandbox here: the Auto in sandbox mode is not offered", zap.Error(err))
+		return sandboxSetup{}, nil
+	}
+	l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Availability: avail})
+	if err != nil {
+		return sandboxSetup{}, fmt.Errorf("sandbox: %w", err)
+	}
+	var abs []string
+	for _, d := range deny {
+		if d == "" {
+			continue
+		}
+		if a, err := filepath.Abs(d); err == nil {
+			abs = append(abs, a)
+		}
+	}
+	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{
+		Launcher:   l,
+		TempParent: cfg.spillDir,
+		Read:       cfg.sandboxRead,
+		Deny:       abs,
+		Network:    cfg.sandboxNetwork,
+	})
+	if err != nil {
+		return sandboxSetup{}, fmt.Errorf("sandbox: %w", err)
+	}
+	if !l.Namespaces() {
+		log.Warn("sandbox without a PID namespace: a command's setsid daemons can outlive it")
+	}
+	return sandboxSetup{confiner: c, offered: cfg.sandbox != "off", all: all}, nil
+}
+
+func whyWanted(cfg *config, all bool) string {
+	switch {
+	case cfg.sandbox == "on":
+		return "--sandbox on"
+	case cfg.defaultMode == "sandbox":
+		return "--default-mode sandbox"
+	case all:
+		return testExecutorEnv + "=sandbox"
+	}
+	return "?"
+}

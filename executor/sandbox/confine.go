@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// ConfinerOptions configure NewConfiner.
+type ConfinerOptions struct {
+	// Launcher builds each confined command. Required.
+	Launcher *Launcher
+	// TempParent is where the sessions' private temporary directories are
+	// made, inside one directory of the agent's (mode 0700). Empty means
+	// os.TempDir().
+	TempParent string
+	// Read narrows what commands may read (--sandbox-read); nil means the
+	// whole filesystem but Deny.
+	Read []string
+	// Deny lists what is the agent's and no command may read: the session
+	// store, the log file. Missing paths are ignored.
+	Deny []string
+	// Network lets commands use the network (--sandbox-network).
+	Network bool
+}
+
+// Confiner is the executor's Confiner over a Launcher: each command's
+// policy is its session's cwd and temporary directory to write, everything
+// but the agent's files (and other sessions' spill files and temporary
+// directories) to read, and no network unless allowed.
+type Confiner struct {
+	opts ConfinerOptions
+
+	// mu guards the fields below.
+	mu     sync.Mutex
+	root   string                 // parent of the session dirs, made on first need
+	dirs   map[string]*SessionDir // owner → its temporary directory
+	closed bool
+}
+
+var _ executor.Confiner = (*Confiner)(nil)
+
+// NewConfiner returns a Confiner; it creates nothing until the first command.
+func NewConfiner(opts ConfinerOptions) (*Confiner, error) {
+	if opts.Launcher == nil {
+		return nil, errors.New("new confiner: no launcher")
+	}
+	return &Confiner{opts: opts, dirs: map[string]*SessionDir{}}, nil
+}
+
+// TempDir returns owner's temporary directory, creating it on first need.
+func (c *Confiner) TempDir(owner string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return "", errors.New("confiner closed")
+	}
+	if d := c.dirs[owner]; d != nil {
+		return d.Path, nil
+	}
+	if c.root == "" {
+		parent := c.opts.TempParent
+		if parent == "" {
+			parent = os.TempDir()
+		}
+		root, err := os.MkdirTemp(parent, "dsh-acp-sandbox-")
+		if err != nil {
+			return "", fmt.Errorf("sandbox temp dir: %w", err)
+		}
+		c.root = root
+	}
+	d, err := NewSessionDir(c.root)
+	if err != nil {
+		return "", err
+	}
+	c.dirs[owner] = d
+	return d.Path, nil
+}
+
+// Command is executor.Confiner's: the helper's process for one command.
+func (c *Confiner) Command(x executor.Confinement) (*exec.Cmd, func(), error) {
+	tmp, err := c.TempDir(x.Spec.Owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	root := c.root
+	c.mu.Unlock()
+	p := Policy{
+		Workdir: x.Spec.Workdir,
+		TempDir: tmp,
+		Network: c.opts.Network,
+		Shell:   x.Shell,
+		// The other sessions' spill files and temporary directories are in
+		// these two; the command's own are re-opened inside them (its
+		// temporary directory as a write tree, its spill files by Read).
+		Deny: append([]string{x.PrivateDir, root}, c.opts.Deny...),
+	}
+	read := c.opts.Read
+	if len(read) == 0 {
+		read = []string{"/"}
+	}
+	if x.SpillDir != "" {
+		p.Read = append(append([]string{}, read...), x.SpillDir)
+	} else {
+		p.Read = read
+	}
+	cmd, err := c.opts.Launcher.Command(x.Spec.Command, p, x.Env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cmd.Cmd(), func() { _ = cmd.Close() }, nil
+}
+
+// Release removes owner's temporary directory (the session closed).
+func (c *Confiner) Release(owner string) {
+	c.mu.Lock()
+	d := c.dirs[owner]
+	delete(c.dirs, owner)
+	c.mu.Unlock()
+	if d != nil {
+		_ = d.Remove()
+	}
+}
+
+// Close removes every temporary directory left; no command starts after.
+func (c *Confiner) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	dirs := c.dirs
+	c.dirs = map[string]*SessionDir{}
+	root := c.root
+	c.mu.Unlock()
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, d.Remove())
+	}
+	if root != "" {
+		errs = append(errs, os.RemoveAll(root))
+	}
+	return errors.Join(errs...)
+}
