@@ -22,8 +22,8 @@ import (
 // Normalisation rules (README.md repeats them for people writing goldens):
 //
 //  1. The scenario's temporary root becomes $TMP.
-//  2. The executor's private spill directory ($TMP/tmp/dsh-acp-spill-*)
-//     becomes $SPILL, and the random part of a spill file name becomes
+//  2. The session's spill directory in the executor's private one
+//     ($TMP/tmp/dsh-acp-spill-*/s-*) becomes $SPILL, and the random part of a spill file name becomes
 //     "*": $SPILL/run-stdout-*.log.
 //  3. Session ids (UUIDs) become $SESSION1, $SESSION2 … in order of first
 //     appearance on the wire.
@@ -58,7 +58,7 @@ const longString = 2048
 
 var (
 	uuidRE      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	spillDirRE  = regexp.MustCompile(`\$TMP/tmp/dsh-acp-spill-[^/"\s]+`)
+	spillDirRE  = regexp.MustCompile(`\$TMP/tmp/dsh-acp-spill-[^/"\s]+/s-[0-9]+`)
 	spillFileRE = regexp.MustCompile(`(\$SPILL/[A-Za-z0-9_.-]+?)-[0-9]+\.log`)
 	cwdRE       = regexp.MustCompile(`The session's working directory is (.*?)\. Every bash call`)
 	// ageRE is a task's age in /tasks.

@@ -164,7 +164,9 @@ func (h *harness) spawn() {
 	t, root, scriptPath, sc := h.t, h.root, h.scriptPath, h.sc
 	h.exited = make(chan struct{})
 	token := randomToken()
-	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug"}, append(sc.flags, h.extraFlags...)...)
+	// --sandbox off unless a scenario says otherwise: the modes a session
+	// offers must not depend on the kernel the goldens are run on.
+	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug", "--sandbox=off"}, append(sc.flags, h.extraFlags...)...)
 	h.cmd = exec.Command(binPath, args...)
 	h.cmd.Dir = root
 	// No API key of any name; spill files land under $TMP/tmp.
@@ -175,6 +177,10 @@ func (h *harness) spawn() {
 		"LANG=C.UTF-8",
 		"DSH_TRANSCRIPT_RUN=" + token,
 		"GORACE=halt_on_error=1",
+	}
+	if v := os.Getenv(testExecutorEnv); v != "" {
+		// The binary confines every command (see sandboxedRun).
+		h.cmd.Env = append(h.cmd.Env, testExecutorEnv+"="+v)
 	}
 	// The binary dies with the test process whatever happens.
 	h.cmd.SysProcAttr = dieWithParent()

@@ -30,7 +30,35 @@ func TestTranscript(t *testing.T) {
 	}
 }
 
+// testExecutorEnv is the test switch: with DSH_TEST_EXECUTOR=sandbox the
+// binary confines every command (the sandboxed executor) and every golden
+// must still hold, byte for byte, but for the scenarios below.
+const testExecutorEnv = "DSH_TEST_EXECUTOR"
+
+// notSandboxed are the scenarios that write outside their session's cwd on
+// purpose, which the sandbox refuses: they are skipped under the switch.
+// They record their commands' pids in $TMP/pids, outside the cwd, for
+// the harness to check that those processes are gone (in a PID namespace
+// $$ would not be a pid the harness can see anyway); the sandbox's own
+// kill, close and agent-death tests are cmd/dsh-acp's TestSandbox*.
+var notSandboxed = map[string]string{
+	"06-background":          pidsWhy,
+	"07-ownership":           pidsWhy,
+	"08-bash-kill":           pidsWhy,
+	"09-cancel":              pidsWhy,
+	"11-bad-input-supersede": pidsWhy,
+	"12-stdin-closed":        pidsWhy,
+	"13-close-session":       pidsWhy,
+	"14-zed-terminal":        pidsWhy,
+	"15-restart":             pidsWhy,
+}
+
+const pidsWhy = "records pids in $TMP/pids for the harness"
+
 func runScenario(t *testing.T, file, name string) {
+	if why, ok := notSandboxed[name]; ok && os.Getenv(testExecutorEnv) == "sandbox" {
+		t.Skip("writes outside the cwd on purpose: " + why)
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

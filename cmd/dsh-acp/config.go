@@ -118,7 +118,7 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error (default warn on stderr, info with --log-file)")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.StringVar(&cfg.stateDir, "state-dir", getenv.first("DSH_STATE_DIR"), "keep sessions under `DIR` (env DSH_STATE_DIR; default $XDG_STATE_HOME/dsh-acp, else ~/.local/state/dsh-acp, ~/Library/Application Support/dsh-acp on macOS)")
-	fs.StringVar(&cfg.sandbox, "sandbox", "", "offer the Auto in sandbox mode: `on` (refuse to start without a sandbox) or off (default: on where the kernel can confine commands)")
+	fs.StringVar(&cfg.sandbox, "sandbox", "", "`on|off`: offer the Auto in sandbox mode; on refuses to start where commands cannot be confined (default: on where they can)")
 	fs.StringVar(&cfg.defaultMode, "default-mode", "ask", "the `MODE` a new session starts in: ask, sandbox (Auto in sandbox; refuses to start without a sandbox) or auto (Full access)")
 	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
 	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")

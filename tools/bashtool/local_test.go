@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
@@ -47,6 +48,9 @@ func newLocal(t *testing.T, opts executor.Options) *local {
 	if opts.KillGrace == 0 {
 		opts.KillGrace = 2 * time.Second
 	}
+	if os.Getenv(testExecutorEnv) == "sandbox" {
+		opts.Confine, opts.ConfineAll = sandboxConfiner(t), true
+	}
 	ex, err := executor.NewLocal(opts)
 	if err != nil {
 		t.Fatalf("NewLocal: %v", err)
@@ -71,6 +75,28 @@ func newLocal(t *testing.T, opts executor.Options) *local {
 		},
 	})
 	return l
+}
+
+// testExecutorEnv is the test switch: "sandbox" runs the real-executor
+// tests against the sandboxed executor, which must give the same text.
+const testExecutorEnv = "DSH_TEST_EXECUTOR"
+
+// probe runs the sandbox probe once for the test binary.
+var probe = sync.OnceValue(func() sandbox.Availability { return sandbox.Probe(nil) })
+
+// sandboxConfiner confines every command of a test's executor; without a
+// sandbox here the switch fails the test rather than run unconfined.
+func sandboxConfiner(t *testing.T) executor.Confiner {
+	t.Helper()
+	l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Availability: probe()})
+	if err != nil {
+		t.Fatalf("%s=sandbox: %v", testExecutorEnv, err)
+	}
+	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // bashArgs builds bash arguments.
