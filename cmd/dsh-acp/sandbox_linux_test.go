@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+)
+
+// The sandbox through the real binary: the Auto in sandbox mode confines
+// every command, Full access does not, and what is the agent's stays out of
+// reach. Linux only: Landlock and namespaces are what is tested.
+
+var probed = sync.OnceValue(func() sandbox.Availability { return sandbox.Probe(nil) })
+
+func needSandbox(t *testing.T) sandbox.Availability {
+	t.Helper()
+	a := probed()
+	if sandbox.Require(a) != nil {
+		t.Skip("no Landlock on this kernel")
+	}
+	return a
+}
+
+// sandboxAgent is the binary with --sandbox on, its own state dir, log file
+// and TMPDIR, and a per-run marker in its environment.
+type sandboxAgent struct {
+	*agentProc
+	stateDir, tmp string
+}
+
+// logFile and stateDir may be empty (fresh ones).
+func startSandboxAgent(t *testing.T, script, logFile, stateDir string, extra ...string) *sandboxAgent {
+	t.Helper()
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	marker := "DSH_ORPHAN_TEST=" + hex.EncodeToString(b)
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	if logFile == "" {
+		logFile = filepath.Join(dir, "log")
+	}
+	if stateDir == "" {
+		stateDir = filepath.Join(dir, "state")
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--script", script, "--log-file", logFile, "--log-level", "debug", "--state-dir", stateDir, "--sandbox", "on"}, extra...)
+	p := startProcEnv(t, []string{marker, "TMPDIR=" + tmp}, args...)
+	ap := &agentProc{proc: p, marker: marker, logFile: logFile}
+	t.Cleanup(func() {
+		for _, pid := range ap.marked() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if ap.watchdog > 0 {
+			_ = syscall.Kill(ap.watchdog, syscall.SIGKILL)
+		}
+	})
+	return &sandboxAgent{agentProc: ap, stateDir: stateDir, tmp: tmp}
+}
+
+// toolResult is one finished tool call as the editor sees it.
+type toolResult struct {
+	text string
+	raw  map[string]any
+}
+
+func (r toolResult) exit() float64 {
+	c, _ := r.raw["exitCode"].(float64)
+	return c
+}
+
+// prompt runs one prompt to its end and returns its tool results in order.
+func (p *sandboxAgent) prompt(ctx context.Context, sid, text string) []toolResult {
+	p.t.Helper()
+	id := p.send("session/prompt", promptParams(sid, text))
+	var out []toolResult
+	for {
+		m := p.await(ctx, "prompt "+text, func(map[string]any) bool { return true })
+		if f, ok := m["id"].(float64); ok && int(f) == id && m["method"] == nil {
+			if e, ok := m["error"]; ok {
+				p.t.Fatalf("prompt failed: %v", e)
+			}
+			return out
+		}
+		params, _ := m["params"].(map[string]any)
+		up, _ := params["update"].(map[string]any)
+		if up["sessionUpdate"] != "tool_call_update" || (up["status"] != "completed" && up["status"] != "failed") {
+			continue
+		}
+		var r toolResult
+		r.raw, _ = up["rawOutput"].(map[string]any)
+		content, _ := up["content"].([]any)
+		for _, c := range content {
+			inner, _ := c.(map[string]any)["content"].(map[string]any)
+			if s, ok := inner["text"].(string); ok {
+				r.text += s + "\n"
+			}
+		}
+		out = append(out, r)
+	}
+}
+
+// bashTurn is a scripted turn of tag calling bash once per command.
+func bashTurn(tag string, commands ...string) string {
+	var calls []any
+	for _, c := range commands {
+		calls = append(calls, map[string]any{"name": "bash", "arguments": map[string]any{"command": c, "description": "Run it"}})
+	}
+	b, _ := json.Marshal(map[string]any{"tag": tag, "tool_calls": calls})
+	return string(b) + "\n" + fmt.Sprintf(`{"tag":%q,"text":"done"}`, tag)
+}
+
+// listener accepts on 127.0.0.1 until the test ends.
+func listener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	return ln.Addr().(*net.TCPAddr).AddrPort().String()
+}
+
+func TestSandboxConfinesCommands(t *testing.T) {
+	t.Parallel()
+	avail := needSandbox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "readable"), []byte("outside text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := listener(t)
+	host, port, _ := strings.Cut(addr, ":")
+	connect := fmt.Sprintf("exec 3<>/dev/tcp/%s/%s && echo connected", host, port)
+	const spill = "seq 1 20000"
+	// A file the test writes between turns names a path to try.
+	named := func(name string) string { return `cat "$(cat ` + filepath.Join(outside, name) + `)" | wc -l` }
+	dir := t.TempDir()
+	logFile, stateDir := filepath.Join(dir, "log"), filepath.Join(dir, "state")
+	script := writeScript(t,
+		bashTurn("B", spill, connect),
+		bashTurn("A",
+			"echo hi > inside && cat inside",                            // 0: the cwd is writable
+			"echo x > "+outside+"/f",                                    // 1: outside is not
+			`echo t > "$TMPDIR/t" && cat "$TMPDIR/t" && echo "$TMPDIR"`, // 2: the temp dir is
+			"cat "+outside+"/readable",                                  // 3: reading works
+			connect,                                                     // 4: no network
+			// 5: the policy channel is closed in every process the
+			// command can see.
+			`for f in /dev/fd/3 /proc/$PPID/fd/3 /proc/1/fd/3; do if cat "$f" >/dev/null 2>&1; then echo "READ $f"; fi; done; echo end`,
+			spill,          // 6: a spill file of A's own
+			named("other"), // 7: B's spill file
+			// 8: the session store. (Names in a denied tree can be
+			// listed: Landlock's ReadDir on the way to it is inherited.)
+			"find "+stateDir+" -type f -exec cat {} +",
+			"cat "+logFile, // 9: the agent's log
+		),
+		bashTurn("A", named("own")),
+	)
+	p := startSandboxAgent(t, script, logFile, stateDir)
+	b := p.newSession(ctx, "auto")
+	a := p.newSession(ctx, "sandbox")
+
+	rb := p.prompt(ctx, b, "[script:B] go")
+	if len(rb) != 2 {
+		t.Fatalf("%d results in B, want 2", len(rb))
+	}
+	if _, ok := rb[0].raw["sandboxed"]; ok {
+		t.Errorf("Full access call says sandboxed: %v", rb[0].raw)
+	}
+	writeName(t, outside, "other", spillPath(t, rb[0]))
+	if r := rb[1]; r.exit() != 0 || !strings.Contains(r.text, "connected") {
+		t.Errorf("connect with full access: %q %v", r.text, r.raw)
+	}
+
+	ra := p.prompt(ctx, a, "[script:A] go")
+	if len(ra) != 10 {
+		t.Fatalf("%d results in A, want 10: %v", len(ra), ra)
+	}
+	for i, r := range ra {
+		if r.raw["sandboxed"] != true {
+			t.Errorf("A call %d: rawOutput %v lacks sandboxed: true", i, r.raw)
+		}
+	}
+	if r := ra[0]; r.exit() != 0 || !strings.Contains(r.text, "hi") {
+		t.Errorf("write in cwd: %q %v", r.text, r.raw)
+	}
+	if r := ra[1]; r.exit() != 1 || !strings.Contains(r.text, "Permission denied") || !strings.Contains(r.text, "[exit code: 1]") {
+		t.Errorf("write outside: %q %v", r.text, r.raw)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Error("the write outside happened")
+	}
+	tmpdir := ""
+	if r := ra[2]; r.exit() != 0 {
+		t.Errorf("temp dir: %q %v", r.text, r.raw)
+	} else {
+		for _, line := range strings.Split(r.text, "\n") {
+			if strings.HasPrefix(line, p.tmp+"/") {
+				tmpdir = line
+			}
+		}
+		if tmpdir == "" {
+			t.Errorf("TMPDIR not a private dir under %s: %q", p.tmp, r.text)
+		}
+	}
+	if r := ra[3]; r.exit() != 0 || !strings.Contains(r.text, "outside text") {
+		t.Errorf("read outside: %q %v", r.text, r.raw)
+	}
+	if r := ra[4]; avail.NetworkDenial() != "none" && (r.exit() == 0 || strings.Contains(r.text, "connected")) {
+		t.Errorf("connect inside the sandbox: %q %v", r.text, r.raw)
+	}
+	if r := ra[5]; r.exit() != 0 || strings.Contains(r.text, "READ") || !strings.Contains(r.text, "end") {
+		t.Errorf("policy channel reachable: %q %v", r.text, r.raw)
+	}
+	writeName(t, outside, "own", spillPath(t, ra[6]))
+	if r := ra[7]; !strings.Contains(r.text, "Permission denied") || strings.Contains(r.text, "20000") {
+		t.Errorf("another session's spill file: %q %v", r.text, r.raw)
+	}
+	for i, what := range map[int]string{8: "store", 9: "log"} {
+		if r := ra[i]; r.exit() == 0 || !strings.Contains(r.text, "Permission denied") {
+			t.Errorf("the agent's %s: %q %v", what, r.text, r.raw)
+		}
+	}
+	if r := p.prompt(ctx, a, "[script:A] again"); len(r) != 1 || r[0].exit() != 0 || !strings.Contains(r[0].text, "20000") {
+		t.Errorf("own spill file: %v", r)
+	}
+
+	// Closing A removes its temporary directory.
+	p.call(ctx, "session/close", map[string]any{"sessionId": a})
+	if _, err := os.Stat(tmpdir); tmpdir != "" && !os.IsNotExist(err) {
+		t.Errorf("temp dir %s still there after close (%v)", tmpdir, err)
+	}
+}
+
+func writeName(t *testing.T, dir, name, path string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(path), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// spillPath is the one spill file a truncated result names.
+func spillPath(t *testing.T, r toolResult) string {
+	t.Helper()
+	paths, _ := r.raw["spillPaths"].([]any)
+	if len(paths) == 0 {
+		t.Fatalf("no spill file in %v", r.raw)
+	}
+	return paths[0].(string)
+}
