@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -273,4 +274,125 @@ func spillPath(t *testing.T, r toolResult) string {
 		t.Fatalf("no spill file in %v", r.raw)
 	}
 	return paths[0].(string)
+}
+
+// A setsid daemon a sandboxed command starts is gone after bash_kill,
+// session/close and a SIGKILL of the agent: the PID namespace ends with
+// the command. (Landlock alone cannot promise it; skipped without one.)
+func TestSandboxDaemonDoesNotSurvive(t *testing.T) {
+	t.Parallel()
+	if a := needSandbox(t); !a.PIDNS {
+		t.Skip("no PID namespace here")
+	}
+	const daemon = "setsid sleep 1000 </dev/null >/dev/null 2>&1 & sleep 1000"
+	for _, way := range []string{"bash_kill", "session/close", "SIGKILL"} {
+		t.Run(way, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			script := writeScript(t, taggedCall("", daemon, true, 0), `{"text":"started"}`,
+				`{"tool_calls":[{"name":"bash_kill","arguments":{"task_id":"bash-1"}}]}`, `{"text":"killed"}`)
+			p := startSandboxAgent(t, script, "", "")
+			sid := p.newSession(ctx, "sandbox")
+			p.call(ctx, "session/prompt", promptParams(sid, "go"))
+			// Two sleeps: the daemon and the command's own.
+			p.waitMarkedN(ctx, isSleep1000, 2)
+			ended := time.Now()
+			switch way {
+			case "bash_kill":
+				p.call(ctx, "session/prompt", promptParams(sid, "kill it"))
+			case "session/close":
+				p.call(ctx, "session/close", map[string]any{"sessionId": sid})
+			case "SIGKILL":
+				_ = p.cmd.Process.Kill()
+				p.waitExit(ctx, true)
+			}
+			p.expectNoSurvivors(ctx, ended)
+		})
+	}
+}
+
+// Asked for and missing, the sandbox stops the start: --sandbox on and
+// --default-mode sandbox each exit with an error naming it; by default the
+// agent starts and does not offer the mode.
+func TestSandboxRefusedWhenMissing(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, args := range [][]string{{"--sandbox", "on"}, {"--default-mode", "sandbox"}} {
+		cmd := exec.CommandContext(ctx, binPath, append([]string{"--no-persist"}, args...)...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), sandbox.SimulateEnv + "=nolandlock"}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := cmd.ProcessState.ExitCode()
+		if err == nil || (code != 1 && code != 2) || !strings.Contains(stderr.String(), "sandbox") || !strings.Contains(stderr.String(), "Landlock") {
+			t.Errorf("%v: exit %d (%v), stderr %q", args, code, err, stderr.String())
+		}
+	}
+	p := startProcEnv(t, []string{sandbox.SimulateEnv + "=nolandlock"}, "--no-persist")
+	p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+	sess := p.call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
+	if ids := modeIDs(sess); strings.Join(ids, ",") != "ask,auto" {
+		t.Errorf("modes without a sandbox: %v", ids)
+	}
+	if m := p.callErr(ctx, "session/set_mode", map[string]any{"sessionId": sess["sessionId"], "modeId": "sandbox"}); m == nil {
+		t.Error("set_mode sandbox accepted without a sandbox")
+	}
+}
+
+// The three modes through set_mode and the mode config option, each
+// announced to the other; a new session starts in --default-mode.
+func TestSandboxModes(t *testing.T) {
+	t.Parallel()
+	needSandbox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := startSandboxAgent(t, writeScript(t, `{"text":"hi"}`), "", "", "--default-mode", "sandbox")
+	p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+	sess := p.call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
+	if ids := modeIDs(sess); strings.Join(ids, ",") != "ask,sandbox,auto" {
+		t.Errorf("modes: %v", ids)
+	}
+	if cur := sess["modes"].(map[string]any)["currentModeId"]; cur != "sandbox" {
+		t.Errorf("new session in %v, want sandbox", cur)
+	}
+	sid := sess["sessionId"].(string)
+	p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "auto"})
+	up := p.await(ctx, "config_option_update", func(m map[string]any) bool {
+		params, _ := m["params"].(map[string]any)
+		u, _ := params["update"].(map[string]any)
+		return u["sessionUpdate"] == "config_option_update"
+	})
+	opts := up["params"].(map[string]any)["update"].(map[string]any)["configOptions"].([]any)
+	if v := opts[0].(map[string]any)["currentValue"]; v != "auto" {
+		t.Errorf("mode option after set_mode auto: %v", v)
+	}
+	p.send("session/set_config_option", map[string]any{"sessionId": sid, "configId": "mode", "value": "sandbox"})
+	p.await(ctx, "current_mode_update", func(m map[string]any) bool {
+		params, _ := m["params"].(map[string]any)
+		u, _ := params["update"].(map[string]any)
+		return u["sessionUpdate"] == "current_mode_update" && u["currentModeId"] == "sandbox"
+	})
+}
+
+func modeIDs(sess map[string]any) []string {
+	var ids []string
+	modes, _ := sess["modes"].(map[string]any)
+	avail, _ := modes["availableModes"].([]any)
+	for _, m := range avail {
+		ids = append(ids, m.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+// callErr sends a request and returns its error, nil if it succeeded.
+func (p *proc) callErr(ctx context.Context, method string, params any) any {
+	p.t.Helper()
+	id := p.send(method, params)
+	m := p.await(ctx, method+" response", func(m map[string]any) bool {
+		f, ok := m["id"].(float64)
+		return ok && int(f) == id && m["method"] == nil
+	})
+	return m["error"]
 }
