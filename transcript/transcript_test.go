@@ -51,6 +51,7 @@ var notSandboxed = map[string]string{
 	"13-close-session":       pidsWhy,
 	"14-zed-terminal":        pidsWhy,
 	"15-restart":             pidsWhy,
+	"23-tasks-kill-commands": pidsWhy,
 }
 
 const pidsWhy = "records pids in $TMP/pids for the harness"

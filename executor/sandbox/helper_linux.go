@@ -28,7 +28,7 @@ import (
 // outer is not pid 1, so it can die by the signal that killed bash, which
 // init (pid 1 ignores every signal it has no handler for) could not. Each
 // hop forwards a terminating signal exactly once: the agent signals outer's
-// group (outer alone: init has its own group), outer signals init, init
+// group and session (outer alone: init has its own session), outer signals init, init
 // signals bash's group. A SIGKILL of outer reaches init as its parent-death
 // signal; when init exits, the kernel kills everything left in the PID
 // namespace, setsid daemons included.
@@ -50,7 +50,11 @@ func HelperMain() {
 	if !ok {
 		return
 	}
-	os.Exit(runStage(stage))
+	// exit_group at once rather than os.Exit: a race-enabled build (the
+	// tests') would otherwise sleep a second in the race runtime's exit
+	// hook, in each of the two helper processes. Nothing of the helper's
+	// is buffered.
+	syscall.Exit(runStage(stage))
 }
 
 func runStage(stage string) int {
@@ -123,8 +127,13 @@ func supervise(w wirePolicy) int {
 		// The same ids inside: files and `id` look as they do outside.
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
-		Setpgid:     true,
-		Pdeathsig:   syscall.SIGKILL,
+		// A session of its own, not only a group: the executor, ending a
+		// command, signals every group of the command's session, and init
+		// there would get each signal twice (from it and from outer) and
+		// pass both to bash (a TERM trap would run twice). A SIGKILL of
+		// outer still reaches init as its parent-death signal.
+		Setsid:    true,
+		Pdeathsig: syscall.SIGKILL,
 	}
 	if uid != 0 {
 		// A non-root init loses its namespace capabilities at exec unless
