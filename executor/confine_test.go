@@ -5,9 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 // A command that asks to be confined never runs unconfined: without a
@@ -16,7 +16,7 @@ func TestSandboxedWithoutConfinerDoesNotRun(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, executor.Options{})
 	dir := t.TempDir()
-	_, err := l.Run(testCtx(t, 20*time.Second), executor.Spec{Command: "touch ran", Workdir: dir, Sandboxed: true})
+	_, err := l.Run(testutil.Context(t), executor.Spec{Command: "touch ran", Workdir: dir, Sandboxed: true})
 	if !errors.Is(err, executor.ErrNoSandbox) {
 		t.Errorf("Run = %v, want ErrNoSandbox", err)
 	}
@@ -36,7 +36,7 @@ func TestSandboxedWithoutConfinerDoesNotRun(t *testing.T) {
 func TestSpillDirPerOwner(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, executor.Options{Limits: executor.Limits{TailBytes: 10}, SpillDir: t.TempDir()})
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testutil.Context(t)
 	dirs := map[string]string{}
 	for _, owner := range []string{"a", "b"} {
 		res, err := l.Run(ctx, executor.Spec{Command: "seq 100", Owner: owner, Workdir: t.TempDir()})
