@@ -70,9 +70,11 @@ type Options struct {
 	// for the tasks that were running when its previous process stopped;
 	// nil means a plain default.
 	GoneNotice func(taskIDs []string) string
-	// Sandbox offers ModeSandbox: commands can be confined. False refuses
-	// it (SetMode fails; a stored session in it loads in ModeAsk).
-	Sandbox bool
+	// Sandbox reports whether ModeSandbox is offered (commands can be
+	// confined); it may block the first time, while the kernel is probed.
+	// Nil, or false, refuses it (SetMode fails; a stored session in it
+	// loads in ModeAsk).
+	Sandbox func() bool
 	// DefaultMode is the mode a new session starts in; empty means
 	// ModeAsk. A mode not offered (ModeSandbox without Sandbox) reads as
 	// ModeAsk.
@@ -88,7 +90,7 @@ type Registry struct {
 	store      *store.Store
 	goneNotice func([]string) string
 	log        *zap.Logger
-	sandbox    bool
+	sandbox    func() bool
 	defMode    Mode
 
 	// mu guards byID and loading.
@@ -104,11 +106,14 @@ func New(opts Options) *Registry {
 	r := &Registry{newID: opts.NewID, onClose: opts.OnClose, store: opts.Store, goneNotice: opts.GoneNotice, log: opts.Logger,
 		sandbox: opts.Sandbox, defMode: opts.DefaultMode,
 		byID: map[string]*Session{}, loading: map[string]chan struct{}{}}
-	if !r.Offers(r.defMode) {
-		r.defMode = ModeAsk
-	}
 	if r.newID == nil {
 		r.newID = func() string { return uuid.NewString() }
+	}
+	if r.sandbox == nil {
+		r.sandbox = func() bool { return false }
+	}
+	if !r.Offers(r.defMode) {
+		r.defMode = ModeAsk
 	}
 	if r.log == nil {
 		r.log = zap.NewNop()
@@ -123,12 +128,12 @@ func New(opts Options) *Registry {
 
 // Offers reports whether m is a mode sessions can be in here.
 func (r *Registry) Offers(m Mode) bool {
-	return m == ModeAsk || m == ModeAuto || (m == ModeSandbox && r.sandbox)
+	return m == ModeAsk || m == ModeAuto || (m == ModeSandbox && r.sandbox())
 }
 
 // Modes lists the modes offered, in the order an editor shows them.
 func (r *Registry) Modes() []Mode {
-	if r.sandbox {
+	if r.sandbox() {
 		return []Mode{ModeAsk, ModeSandbox, ModeAuto}
 	}
 	return []Mode{ModeAsk, ModeAuto}

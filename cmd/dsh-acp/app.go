@@ -152,7 +152,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			deny = append(deny, dir)
 		}
 	}
-	sb, err := setupSandbox(cfg, log, deny)
+	sb, err := startSandbox(cfg, log, deny)
 	if err != nil {
 		return nil, errors.Join(err, closeAll(closers))
 	}
@@ -168,11 +168,10 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		KeepEnv:        cfg.keepEnv,
 		Secrets:        nonEmpty(cfg.apiKey),
 		Watcher:        g.watcher(),
-		ConfineAll:     sb.all,
-		Logger:         log.Named("executor"),
-	}
-	if sb.confiner != nil {
-		exOpts.Confine = sb.confiner
+		Confine:        sb,
+		// The test switch is decided before serving (startSandbox).
+		ConfineAll: sb.confineAll,
+		Logger:     log.Named("executor"),
 	}
 	if st != nil {
 		// Task ids continue the store's sequence, and each task is recorded

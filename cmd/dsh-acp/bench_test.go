@@ -32,6 +32,11 @@ func BenchmarkStartup(b *testing.B) {
 	for _, n := range []int{0, 1000} {
 		b.Run(fmt.Sprintf("stored=%d", n), func(b *testing.B) { benchStartup(b, n) })
 	}
+	b.Run("sandbox=off", func(b *testing.B) {
+		startupFlags = []string{"--sandbox", "off"}
+		defer func() { startupFlags = nil }()
+		benchStartup(b, 0)
+	})
 	// The yardstick of issue 9: the SDK's own bare example agent, launched
 	// the same way in the same run, until its initialize answer.
 	b.Run("sdk-example", func(b *testing.B) {
@@ -63,7 +68,7 @@ func benchStartup(b *testing.B, stored int) {
 	dir := b.TempDir()
 	fillStore(b, dir, stored)
 	for b.Loop() {
-		p := startProc(b, "--script", script, "--state-dir", dir)
+		p := startProc(b, append([]string{"--script", script, "--state-dir", dir}, startupFlags...)...)
 		p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
 		b.StopTimer()
 		p.stdin.Close()
@@ -310,3 +315,5 @@ func BenchmarkLoadSession(b *testing.B) {
 		}
 	}
 }
+
+var startupFlags []string

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
@@ -76,6 +79,79 @@ func setupSandbox(cfg *config, log *zap.Logger, deny []string) (sandboxSetup, er
 		log.Warn("sandbox without a PID namespace: a command's setsid daemons can outlive it")
 	}
 	return sandboxSetup{confiner: c, offered: cfg.sandbox != "off", all: all}, nil
+}
+
+// lazySandbox is the sandbox set up when first needed: the probe re-runs
+// the binary in new namespaces (milliseconds), which the editor's
+// initialize answer should not wait for. What needs its outcome — the modes
+// the first session is offered, a confined command — sets it up then. Where
+// the sandbox was asked for, the setup runs before serving (startSandbox)
+// so that dsh-acp can refuse to start.
+type lazySandbox struct {
+	// confineAll: the test switch confines every command (decided before
+	// serving).
+	confineAll bool
+
+	// once runs the setup; setup is valid after it.
+	once  sync.Once
+	run   func() sandboxSetup
+	setup sandboxSetup
+}
+
+var _ executor.Confiner = (*lazySandbox)(nil)
+
+// startSandbox sets up the sandbox: at once when it was asked for (an
+// error refuses the start) or is off, in the background otherwise.
+func startSandbox(cfg *config, log *zap.Logger, deny []string) (*lazySandbox, error) {
+	all := cfg.getenv != nil && cfg.getenv(testExecutorEnv) == "sandbox"
+	l := &lazySandbox{confineAll: all}
+	if cfg.sandbox != "" || cfg.defaultMode == "sandbox" || all {
+		var err error
+		l.once.Do(func() { l.setup, err = setupSandbox(cfg, log, deny) })
+		return l, err
+	}
+	l.run = func() sandboxSetup {
+		sb, err := setupSandbox(cfg, log, deny)
+		if err != nil {
+			log.Warn("no sandbox: the Auto in sandbox mode is not offered", zap.Error(err))
+			return sandboxSetup{}
+		}
+		return sb
+	}
+	return l, nil
+}
+
+func (l *lazySandbox) wait() sandboxSetup {
+	l.once.Do(func() { l.setup = l.run() })
+	return l.setup
+}
+
+// offered reports whether sessions may be in the Auto in sandbox mode.
+func (l *lazySandbox) offered() bool { return l.wait().offered }
+
+// Command confines one command (executor.Confiner).
+func (l *lazySandbox) Command(c executor.Confinement) (*exec.Cmd, func(), error) {
+	sb := l.wait()
+	if sb.confiner == nil {
+		return nil, nil, executor.ErrNoSandbox
+	}
+	return sb.confiner.Command(c)
+}
+
+// Release lets go of what was kept for a closed session (executor.Confiner).
+func (l *lazySandbox) Release(owner string) {
+	if sb := l.wait(); sb.confiner != nil {
+		sb.confiner.Release(owner)
+	}
+}
+
+// Close ends the sandbox (executor.Confiner); one never set up stays so.
+func (l *lazySandbox) Close() error {
+	l.once.Do(func() {})
+	if sb := l.setup; sb.confiner != nil {
+		return sb.confiner.Close()
+	}
+	return nil
 }
 
 func whyWanted(cfg *config, all bool) string {
