@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -183,7 +184,9 @@ func (a *Agent) mcpNotes(s *sessions.Session, ui *turnUI) (emit func(agent.Event
 			if !first {
 				text = "\n\n" + text
 			}
-			ui.send(acpsdk.UpdateAgentMessageText(text))
+			// A message of its own: a client must not merge it with the
+			// model's answer that follows.
+			ui.send(messageChunk(agent.Event{Text: text, MessageID: uuid.NewString()}))
 		}
 		first = false
 	}

@@ -164,10 +164,25 @@ func TestMCPFailedStart(t *testing.T) {
 		t.Errorf("call to the failed server = %q", res)
 	}
 	var notes []string
+	noteIDs, otherIDs := map[string]bool{}, map[string]bool{}
 	for _, u := range h.client.updatesOf(sid) {
-		if u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil &&
-			strings.Contains(u.AgentMessageChunk.Content.Text.Text, "MCP server") {
+		if u.AgentMessageChunk == nil || u.AgentMessageChunk.Content.Text == nil {
+			continue
+		}
+		if u.AgentMessageChunk.MessageId == nil {
+			t.Errorf("message chunk without a messageId: %q", u.AgentMessageChunk.Content.Text.Text)
+			continue
+		}
+		if strings.Contains(u.AgentMessageChunk.Content.Text.Text, "MCP server") {
 			notes = append(notes, u.AgentMessageChunk.Content.Text.Text)
+			noteIDs[*u.AgentMessageChunk.MessageId] = true
+		} else {
+			otherIDs[*u.AgentMessageChunk.MessageId] = true
+		}
+	}
+	for id := range noteIDs {
+		if otherIDs[id] {
+			t.Errorf("the notice shares messageId %s with the model's answer", id)
 		}
 	}
 	if len(notes) != 1 || !strings.HasPrefix(notes[0], `MCP server "bad" failed to start: `) {
