@@ -190,7 +190,9 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	}
 	if names := append(slices.Clone(droppedAtStart), ex.Withheld()...); len(names) > 0 {
 		slices.Sort(names)
-		log.Info("credential variables withheld from commands; --keep-env NAME passes one", zap.Strings("names", slices.Compact(names)))
+		// Warn, so it shows at the default level: a user whose build
+		// needs one of these should learn why it is missing.
+		log.Warn("credential variables withheld from commands; --keep-env NAME passes one", zap.Strings("names", slices.Compact(names)))
 	}
 	a.exec = ex
 	a.sessions = sessions.New(sessions.Options{
