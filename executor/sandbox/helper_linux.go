@@ -141,6 +141,9 @@ func supervise(w wirePolicy) int {
 		// clears it before bash starts.
 		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
+	// In the helper, stdin/stdout/stderr are the command's own (/dev/null
+	// and the executor's capture pipes), never the agent's protocol: they
+	// are handed down unchanged.
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{helperArg0 + "-init"},
