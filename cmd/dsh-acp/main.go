@@ -25,7 +25,7 @@ var useWatchdog bool
 func main() {
 	// First of all: a sandbox helper (this binary re-executed to confine
 	// one command) must not touch anything of the agent's.
-	sandbox.HelperMain()
+	sandbox.HelperMain(sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	if len(os.Args) > 1 && os.Args[1] == watchdogMode {
 		os.Exit(runWatchdog(os.Args[2:]))
 	}

@@ -28,7 +28,7 @@ var binPath string
 
 func TestMain(m *testing.M) {
 	// The in-process app probes the sandbox by re-executing this binary.
-	sandbox.HelperMain()
+	sandbox.HelperMain(sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	dir, err := os.MkdirTemp("", "dsh-acp-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -44,35 +44,41 @@ const (
 
 // HelperMain runs the sandbox helper and exits when this process was started
 // as one (by a Launcher's Command or by Probe); otherwise it returns at once.
-// Call it first in main, before flags or stdin are touched.
-func HelperMain() {
+// Call it first in main, before flags or stdin are touched, with the
+// process's standard files: in a helper they are the command's own (stdin
+// /dev/null, the executor's capture pipes), which it hands down to bash.
+func HelperMain(stdio Stdio) {
 	stage, ok := os.LookupEnv(helperEnv)
 	if !ok {
 		return
 	}
+	h := helper{stdio}
 	// exit_group at once rather than os.Exit: a race-enabled build (the
 	// tests') would otherwise sleep a second in the race runtime's exit
 	// hook, in each of the two helper processes. Nothing of the helper's
 	// is buffered.
-	syscall.Exit(runStage(stage))
+	syscall.Exit(h.runStage(stage))
 }
 
-func runStage(stage string) int {
+// helper is one helper process and the command's standard files.
+type helper struct{ stdio Stdio }
+
+func (h helper) runStage(stage string) int {
 	switch stage {
 	case stageOuter:
-		return outer()
+		return h.outer()
 	case stageInit:
-		return initStage()
+		return h.initStage()
 	case stageProbe:
 		return probeStage()
 	default:
-		return fail("unknown helper stage %q", stage)
+		return h.fail("unknown helper stage %q", stage)
 	}
 }
 
 // fail reports the helper's own error and returns its exit code.
-func fail(format string, args ...any) int {
-	fmt.Fprintf(os.Stderr, HelperPrefix+format+"\n", args...)
+func (h helper) fail(format string, args ...any) int {
+	fmt.Fprintf(h.stdio.Err, HelperPrefix+format+"\n", args...)
 	return HelperFailed
 }
 
@@ -88,34 +94,34 @@ func bashEnv() []string {
 	return out
 }
 
-func outer() int {
+func (h helper) outer() int {
 	w, err := readPolicy(policyFD)
 	if err != nil {
-		return fail("%v", err)
+		return h.fail("%v", err)
 	}
 	if !w.Namespaces {
 		// Landlock alone: become bash, whose wait status is then the
 		// command's own with nothing to reproduce.
 		runtime.LockOSThread()
 		if err := restrictThread(w, nil); err != nil {
-			return fail("%v", err)
+			return h.fail("%v", err)
 		}
 		err := syscall.Exec(w.Shell, []string{"bash", "-c", w.Command}, bashEnv())
-		return fail("exec %s: %v", w.Shell, err)
+		return h.fail("exec %s: %v", w.Shell, err)
 	}
-	return supervise(w)
+	return h.supervise(w)
 }
 
 // supervise starts init in new namespaces, forwards signals to it and
 // reproduces bash's end as its own.
-func supervise(w wirePolicy) int {
+func (h helper) supervise(w wirePolicy) int {
 	pr, err := policyPipe(w)
 	if err != nil {
-		return fail("%v", err)
+		return h.fail("%v", err)
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		return fail("status pipe: %v", err)
+		return h.fail("status pipe: %v", err)
 	}
 	uid, gid := os.Getuid(), os.Getgid()
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS)
@@ -141,17 +147,14 @@ func supervise(w wirePolicy) int {
 		// clears it before bash starts.
 		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
-	// In the helper, stdin/stdout/stderr are the command's own (/dev/null
-	// and the executor's capture pipes), never the agent's protocol: they
-	// are handed down unchanged.
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{helperArg0 + "-init"},
 		Env:         append(bashEnv(), helperEnv+"="+stageInit),
 		Dir:         w.Workdir,
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
+		Stdin:       h.stdio.In,
+		Stdout:      h.stdio.Out,
+		Stderr:      h.stdio.Err,
 		ExtraFiles:  []*os.File{pr, statusW},
 		SysProcAttr: attr,
 	}
@@ -164,7 +167,7 @@ func supervise(w wirePolicy) int {
 	_ = pr.Close()
 	_ = statusW.Close()
 	if err != nil {
-		return fail("start namespaces: %v", err)
+		return h.fail("start namespaces: %v", err)
 	}
 	var last atomic.Int32 // the last signal forwarded
 	go func() {
@@ -198,42 +201,42 @@ func supervise(w wirePolicy) int {
 
 // initStage is pid 1 of the command's namespaces: it mounts a /proc that
 // shows only them, confines itself, starts bash and reaps until bash ends.
-func initStage() int {
+func (h helper) initStage() int {
 	sigs := make(chan os.Signal, len(forwarded))
 	signal.Notify(sigs, forwarded...)
 	w, err := readPolicy(policyFD)
 	if err != nil {
-		return fail("%v", err)
+		return h.fail("%v", err)
 	}
 	syscall.CloseOnExec(statusFD)
 	status := os.NewFile(statusFD, "status")
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fail("private mounts: %v", err)
+		return h.fail("private mounts: %v", err)
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fail("mount /proc: %v", err)
+		return h.fail("mount /proc: %v", err)
 	}
 	hidden, err := hideDenied(w.Policy)
 	if err != nil {
-		return fail("%v", err)
+		return h.fail("%v", err)
 	}
 	// Landlock, no_new_privs and ambient capabilities are per thread: bash
 	// starts from this one, confined and without capabilities.
 	runtime.LockOSThread()
 	if err := restrictThread(w, hidden); err != nil {
-		return fail("%v", err)
+		return h.fail("%v", err)
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return fail("clear capabilities: %v", err)
+		return h.fail("clear capabilities: %v", err)
 	}
 	proc, err := os.StartProcess(w.Shell, []string{"bash", "-c", w.Command}, &os.ProcAttr{
 		Dir:   w.Workdir,
 		Env:   bashEnv(),
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Files: []*os.File{h.stdio.In, h.stdio.Out, h.stdio.Err},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {
-		return fail("start %s: %v", w.Shell, err)
+		return h.fail("start %s: %v", w.Shell, err)
 	}
 	bash := proc.Pid
 	go func() {
@@ -250,7 +253,7 @@ func initStage() int {
 			continue
 		}
 		if err != nil {
-			return fail("wait: %v", err)
+			return h.fail("wait: %v", err)
 		}
 		if pid != bash {
 			continue

@@ -16,7 +16,7 @@ import (
 
 // The test binary is also the helper: Launcher re-executes os.Executable().
 func TestMain(m *testing.M) {
-	sandbox.HelperMain()
+	sandbox.HelperMain(sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	testutil.Main(m, nil)
 }
 

@@ -21,6 +21,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -148,4 +149,11 @@ func within(path, dir string) bool {
 		return path != "/"
 	}
 	return strings.HasPrefix(path, dir+"/")
+}
+
+// Stdio is a helper process's standard files, handed in by main: the
+// package never reaches for the process's own, which in the agent carry
+// the protocol.
+type Stdio struct {
+	In, Out, Err *os.File
 }
