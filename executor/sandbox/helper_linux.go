@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -169,6 +170,9 @@ func (h helper) supervise(w wirePolicy) int {
 	if err != nil {
 		return h.fail("start namespaces: %v", err)
 	}
+	// Signals that come before init is ready wait in sigs (see readyLine).
+	st := bufio.NewReader(statusR)
+	_, _ = st.ReadString('\n')
 	var last atomic.Int32 // the last signal forwarded
 	go func() {
 		for s := range sigs {
@@ -177,7 +181,7 @@ func (h helper) supervise(w wirePolicy) int {
 		}
 	}()
 	_ = cmd.Wait()
-	b, _ := io.ReadAll(statusR)
+	b, _ := io.ReadAll(st)
 	code, sig, ok := parseStatus(string(b))
 	if !ok {
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -210,6 +214,12 @@ func (h helper) initStage() int {
 	}
 	syscall.CloseOnExec(statusFD)
 	status := os.NewFile(statusFD, "status")
+	// Our handlers are in place: outer may forward signals now. One that
+	// came before would have hit a pid 1 without a handler, which the
+	// kernel ignores, and the command would run on until SIGKILL.
+	if _, err := io.WriteString(status, readyLine); err != nil {
+		return h.fail("status: %v", err)
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return h.fail("private mounts: %v", err)
 	}
@@ -266,6 +276,10 @@ func (h helper) initStage() int {
 		return 0
 	}
 }
+
+// readyLine is init's first line on the status pipe: its signal handlers
+// are installed.
+const readyLine = "ready\n"
 
 // parseStatus reads init's report on bash.
 func parseStatus(s string) (code int, sig syscall.Signal, ok bool) {

@@ -132,6 +132,35 @@ func TestSignals(t *testing.T) {
 	}
 }
 
+// TestSignalAtStart: a group SIGTERM sent the moment the command starts —
+// while the helpers are still starting, before any handshake — ends it by
+// SIGTERM. (A signal that reached the namespace's init before its handlers
+// were in place was ignored, as the kernel does for a pid 1, and the command
+// ran on until the executor's SIGKILL.)
+func TestSignalAtStart(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testutil.Context(t)
+			l := launcher(t, m)
+			p := policy(t)
+			// The window is somewhere in the helpers' first milliseconds:
+			// the signal is sent after a growing delay, to land in it. The
+			// delay injects timing; nothing waits on it.
+			for i := range 30 {
+				pr := start(ctx, t, l, "sleep 1000", p, true)
+				time.Sleep(time.Duration(i) * 500 * time.Microsecond)
+				if err := syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				if r := pr.wait(); r.sig != syscall.SIGTERM {
+					t.Fatalf("run %d: got code %d sig %v, want SIGTERM; stderr %q", i, r.code, r.sig, r.stderr)
+				}
+			}
+		})
+	}
+}
+
 // TestDaemonGone: with a PID namespace nothing the command started outlives
 // the helper's group, not even a setsid daemon.
 func TestDaemonGone(t *testing.T) {
