@@ -2,7 +2,8 @@ package executor
 
 import (
 	"errors"
-	"os/exec"
+	"os"
+	"syscall"
 )
 
 // ErrNoSandbox: a command asked to be confined (Spec.Sandboxed) and the
@@ -11,21 +12,34 @@ import (
 var ErrNoSandbox = errors.New("no sandbox to confine the command")
 
 // Confiner starts commands confined to a sandbox (see Options.Confine). The
-// executor still owns the process: it starts, signals, reaps and registers
-// it exactly as an unconfined one.
+// executor still owns the command: it signals its process group, registers
+// it with the watchdog, collects its output and ends it exactly as an
+// unconfined one; only the start, and who reaps the shell, are the
+// Confiner's.
 type Confiner interface {
-	// Command returns the process that runs `bash -c c.Spec.Command`
-	// confined, without Stdout and Stderr (the executor sets them), and
-	// done, to call once Start returned, whether it succeeded or not. The
-	// process must be a session leader (Setsid) that dies by the signal
-	// that ended the command.
-	Command(c Confinement) (cmd *exec.Cmd, done func(), err error)
+	// Start starts `bash -c c.Spec.Command` confined, writing to c.Stdout
+	// and c.Stderr (the caller closes its copies after Start returns). The
+	// shell must lead its own session (pgid == sid == its pid as the
+	// executor sees it) and die by the signal that ended it.
+	Start(c Confinement) (Process, error)
 	// Release is called when owner is gone (KillOwned): what the Confiner
-	// keeps for it (its temporary directory) can go.
+	// keeps for it (its temporary directory, its helper) can go.
 	Release(owner string)
 	// Close is called once by the executor's Close, after every process
 	// group is gone.
 	Close() error
+}
+
+// Process is a started shell. It need not be the executor's child: a
+// Confiner may have a helper of its own fork it.
+type Process interface {
+	// Pid is the shell's pid in the executor's PID namespace, which is
+	// also its process group and session id.
+	Pid() int
+	// Wait blocks until the shell has ended and returns its wait status.
+	// It is called once, and should not hold an OS thread while it waits
+	// (thousands of commands may be waited for at once).
+	Wait() (syscall.WaitStatus, error)
 }
 
 // Confinement is one command to confine.
@@ -42,4 +56,7 @@ type Confinement struct {
 	// PrivateDir is the executor's whole spill directory: the other
 	// owners' spill files are in it, and must stay out of reach.
 	PrivateDir string
+	// Stdout and Stderr are the write ends of the command's capture pipes.
+	// Its stdin is /dev/null.
+	Stdout, Stderr *os.File
 }

@@ -19,20 +19,21 @@ import (
 
 // proc is one started `bash -c` and the process group it leads.
 //
-// Exactly one goroutine calls cmd.Wait and closes exited. The output pipes
+// Exactly one goroutine calls process.Wait, sets status and closes exited. The output pipes
 // are ours (os.Pipe handed to the child as *os.File), so Wait never waits for
 // a copy goroutine that a grandchild keeps alive (golang/go#23019); the two
 // readers end at EOF or when collect sets a read deadline.
 type proc struct {
 	l       *Local
-	cmd     *exec.Cmd
+	status  syscall.WaitStatus // set before exited is closed
+	waitErr error              // likewise
 	started time.Time
 	stdout  *capture
 	stderr  *capture
 	outR    *os.File
 	errR    *os.File
 
-	exited      chan struct{} // closed after cmd.Wait returned
+	exited      chan struct{} // closed after process.Wait returned
 	readersLeft atomic.Int32
 	readersDone chan struct{} // closed when both readers returned
 	termC       chan struct{} // closed by the first terminate
@@ -107,15 +108,6 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	}
 	p.outR, p.errR = outR, errR
 
-	cmd, done, err := l.command(shell, spec, outW, errW)
-	if err != nil {
-		closeAll(outR, outW, errR, errW)
-		return nil, err
-	}
-	defer done()
-	p.cmd = cmd
-	pidfd := wantPidfd(p.cmd.SysProcAttr)
-
 	// Registering under the lock that Close takes guarantees Close either
 	// sees this proc (and terminates it) or we see closed.
 	l.mu.Lock()
@@ -127,20 +119,21 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	l.procs[p] = struct{}{}
 	l.mu.Unlock()
 
-	err = p.cmd.Start()
+	process, err := l.start(shell, spec, outW, errW)
 	// The child has its copies; ours must go or the readers never see EOF.
 	closeAll(outW, errW)
 	if err != nil {
 		closeAll(outR, errR)
 		l.forget(p)
-		return nil, fmt.Errorf("start bash: %w", err)
+		return nil, err
 	}
+	pid := process.Pid()
 	p.started = time.Now()
 	if w := l.opts.Watcher; w != nil {
-		w.Started(p.cmd.Process.Pid)
+		w.Started(pid)
 	}
 	p.mu.Lock()
-	p.pgid = p.cmd.Process.Pid
+	p.pgid = pid
 	if !p.termAt.IsZero() {
 		// Close came between registration and Start.
 		p.signal(unix.SIGTERM)
@@ -148,40 +141,42 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	p.mu.Unlock()
 
 	go func() {
-		waitExit(p.cmd, pidfd) // the status is read from ProcessState
+		p.status, p.waitErr = process.Wait()
+		if p.waitErr != nil {
+			l.logger.Warn("wait for command", zap.Int("pid", pid), zap.Error(p.waitErr))
+		}
 		close(p.exited)
 	}()
-	l.logger.Debug("command started", zap.String("label", label), zap.Int("pgid", p.cmd.Process.Pid), zap.String("workdir", spec.Workdir))
+	l.logger.Debug("command started", zap.String("label", label), zap.Int("pgid", pid), zap.String("workdir", spec.Workdir))
 	p.readersLeft.Store(2)
 	go p.read(outR, p.stdout)
 	go p.read(errR, p.stderr)
 	return p, nil
 }
 
-// command is how one spec becomes a process: the single place that decides
+// start is how one spec becomes a process: the single place that decides
 // the argv, environment, descriptors and attributes of a command. A confined
 // command (Spec.Sandboxed, or every one with ConfineAll) is the Confiner's
-// process; everything after (start, signals, reaping, the watchdog) is the
-// same for both. done is called once Start returned.
-func (l *Local) command(shell string, spec Spec, stdout, stderr *os.File) (cmd *exec.Cmd, done func(), err error) {
+// to start; everything after (signals, reaping, the watchdog) is the same
+// for both.
+func (l *Local) start(shell string, spec Spec, stdout, stderr *os.File) (Process, error) {
 	if spec.Sandboxed || l.opts.ConfineAll {
 		if l.opts.Confine == nil {
-			return nil, nil, fmt.Errorf("start bash: %w", ErrNoSandbox)
+			return nil, fmt.Errorf("start bash: %w", ErrNoSandbox)
 		}
 		root, own, err := l.spillDirs(spec.Owner)
 		if err != nil {
 			// Without its directories the other sessions' spill files could
 			// not be kept out of reach: do not start.
-			return nil, nil, fmt.Errorf("start bash: sandbox: %w", err)
+			return nil, fmt.Errorf("start bash: sandbox: %w", err)
 		}
-		cmd, done, err := l.opts.Confine.Command(Confinement{Shell: shell, Spec: spec, Env: l.env, SpillDir: own, PrivateDir: root})
+		pr, err := l.opts.Confine.Start(Confinement{Shell: shell, Spec: spec, Env: l.env, SpillDir: own, PrivateDir: root, Stdout: stdout, Stderr: stderr})
 		if err != nil {
-			return nil, nil, fmt.Errorf("start bash: sandbox: %w", err)
+			return nil, fmt.Errorf("start bash: sandbox: %w", err)
 		}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		return cmd, done, nil
+		return pr, nil
 	}
-	return &exec.Cmd{
+	pr, err := StartCmd(&exec.Cmd{
 		Path:   shell,
 		Args:   []string{"bash", "-c", spec.Command},
 		Dir:    spec.Workdir,
@@ -194,7 +189,11 @@ func (l *Local) command(shell string, spec Spec, stdout, stderr *os.File) (cmd *
 		// password nobody will type. The session is also what marks every
 		// process of the command, those that leave its group included.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}, func() {}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start bash: %w", err)
+	}
+	return pr, nil
 }
 
 func closeAll(fs ...*os.File) {
@@ -226,8 +225,10 @@ func (l *Local) forget(p *proc) {
 	_, ok := l.procs[p]
 	delete(l.procs, p)
 	l.mu.Unlock()
-	if w := l.opts.Watcher; ok && w != nil && p.cmd.Process != nil {
-		w.Ended(p.cmd.Process.Pid)
+	if pid := p.pid(); ok && pid > 0 {
+		if w := l.opts.Watcher; w != nil {
+			w.Ended(pid)
+		}
 	}
 }
 
@@ -368,9 +369,9 @@ func (p *proc) collect() {
 
 // exit decodes the shell's wait status.
 func (p *proc) exit() (code int, signal string) {
-	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !ok {
-		return p.cmd.ProcessState.ExitCode(), ""
+	ws := p.status
+	if p.waitErr != nil {
+		return -1, ""
 	}
 	if ws.Signaled() {
 		return -1, unix.SignalName(ws.Signal())

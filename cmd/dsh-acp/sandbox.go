@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"sync"
 
@@ -129,13 +128,13 @@ func (l *lazySandbox) wait() sandboxSetup {
 // offered reports whether sessions may be in the Auto in sandbox mode.
 func (l *lazySandbox) offered() bool { return l.wait().offered }
 
-// Command confines one command (executor.Confiner).
-func (l *lazySandbox) Command(c executor.Confinement) (*exec.Cmd, func(), error) {
+// Start confines one command (executor.Confiner).
+func (l *lazySandbox) Start(c executor.Confinement) (executor.Process, error) {
 	sb := l.wait()
 	if sb.confiner == nil {
-		return nil, nil, executor.ErrNoSandbox
+		return nil, executor.ErrNoSandbox
 	}
-	return sb.confiner.Command(c)
+	return sb.confiner.Start(c)
 }
 
 // Release lets go of what was kept for a closed session (executor.Confiner).

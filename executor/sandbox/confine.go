@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	"strings"
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -36,10 +36,11 @@ type Confiner struct {
 	opts ConfinerOptions
 
 	// mu guards the fields below.
-	mu     sync.Mutex
-	root   string                 // parent of the session dirs, made on first need
-	dirs   map[string]*SessionDir // owner → its temporary directory
-	closed bool
+	mu      sync.Mutex
+	root    string                 // parent of the session dirs, made on first need
+	dirs    map[string]*SessionDir // owner → its temporary directory
+	zygotes map[string]keeper      // owner and policy → its zygote (Linux)
+	closed  bool
 }
 
 var _ executor.Confiner = (*Confiner)(nil)
@@ -49,7 +50,7 @@ func NewConfiner(opts ConfinerOptions) (*Confiner, error) {
 	if opts.Launcher == nil {
 		return nil, errors.New("new confiner: no launcher")
 	}
-	return &Confiner{opts: opts, dirs: map[string]*SessionDir{}}, nil
+	return &Confiner{opts: opts, dirs: map[string]*SessionDir{}, zygotes: map[string]keeper{}}, nil
 }
 
 // TempDir returns owner's temporary directory, creating it on first need.
@@ -81,11 +82,12 @@ func (c *Confiner) TempDir(owner string) (string, error) {
 	return d.Path, nil
 }
 
-// Command is executor.Confiner's: the helper's process for one command.
-func (c *Confiner) Command(x executor.Confinement) (*exec.Cmd, func(), error) {
+// Start is executor.Confiner's: the command, confined to its session's
+// policy.
+func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
 	tmp, err := c.TempDir(x.Spec.Owner)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	c.mu.Lock()
 	root := c.root
@@ -109,19 +111,29 @@ func (c *Confiner) Command(x executor.Confinement) (*exec.Cmd, func(), error) {
 	} else {
 		p.Read = read
 	}
-	cmd, err := c.opts.Launcher.Command(x.Spec.Command, p, x.Env)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cmd.Cmd(), func() { _ = cmd.Close() }, nil
+	return c.start(x.Spec.Owner, p, x.Spec.Command, commandEnv(x.Env, tmp), x.Stdout, x.Stderr)
 }
+
+// keeper is what the Confiner keeps for a session's commands beyond its
+// temporary directory: on Linux its zygote.
+type keeper interface{ Close() error }
 
 // Release removes owner's temporary directory (the session closed).
 func (c *Confiner) Release(owner string) {
 	c.mu.Lock()
 	d := c.dirs[owner]
 	delete(c.dirs, owner)
+	var zs []keeper
+	for k, z := range c.zygotes {
+		if strings.HasPrefix(k, owner+"\x00") {
+			zs = append(zs, z)
+			delete(c.zygotes, k)
+		}
+	}
 	c.mu.Unlock()
+	for _, z := range zs {
+		_ = z.Close()
+	}
 	if d != nil {
 		_ = d.Remove()
 	}
@@ -133,9 +145,14 @@ func (c *Confiner) Close() error {
 	c.closed = true
 	dirs := c.dirs
 	c.dirs = map[string]*SessionDir{}
+	zs := c.zygotes
+	c.zygotes = map[string]keeper{}
 	root := c.root
 	c.mu.Unlock()
 	var errs []error
+	for _, z := range zs {
+		errs = append(errs, z.Close())
+	}
 	for _, d := range dirs {
 		errs = append(errs, d.Remove())
 	}

@@ -1,317 +1,343 @@
 package sandbox
 
 import (
-	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// The helper's process tree, with namespaces:
-//
-//	agent ─ outer (the process the executor starts, waits for and signals)
-//	          └ init: pid 1 of new user, PID, mount (and network) namespaces
-//	              └ bash -c CMD (its own session and process group)
-//
-// Without namespaces, outer applies Landlock and becomes bash itself.
-//
-// outer is not pid 1, so it can die by the signal that killed bash, which
-// init (pid 1 ignores every signal it has no handler for) could not. Each
-// hop forwards a terminating signal exactly once: the agent signals outer's
-// group and session (outer alone: init has its own session), outer signals init, init
-// signals bash's group. A SIGKILL of outer reaches init as its parent-death
-// signal; when init exits, the kernel kills everything left in the PID
-// namespace, setsid daemons included.
-
-// forwarded are the signals passed down to bash; each can end a process.
-var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
-
-// Descriptors of the init stage: its policy and where it reports bash's end.
-const (
-	policyFD = 3
-	statusFD = 4
-)
-
 // HelperMain runs the sandbox helper and exits when this process was started
-// as one (by a Launcher's Command or by Probe); otherwise it returns at once.
-// Call it first in main, before flags or stdin are touched, with the
-// process's standard files: in a helper they are the command's own (stdin
-// /dev/null, the executor's capture pipes), which it hands down to bash.
+// as one (by a Launcher or by Probe); otherwise it returns at once. Call it
+// first in main, before flags or stdin are touched, with the process's
+// standard files; the helper itself never writes to them but for a stage
+// it does not know.
 func HelperMain(stdio Stdio) {
 	stage, ok := os.LookupEnv(helperEnv)
 	if !ok {
 		return
 	}
-	h := helper{stdio}
 	// exit_group at once rather than os.Exit: a race-enabled build (the
 	// tests') would otherwise sleep a second in the race runtime's exit
-	// hook, in each of the two helper processes. Nothing of the helper's
-	// is buffered.
-	syscall.Exit(h.runStage(stage))
+	// hook. Nothing of the helper's is buffered.
+	syscall.Exit(runStage(stage, stdio))
 }
 
-// helper is one helper process and the command's standard files.
-type helper struct{ stdio Stdio }
-
-func (h helper) runStage(stage string) int {
+func runStage(stage string, stdio Stdio) int {
 	switch stage {
-	case stageOuter:
-		return h.outer()
-	case stageInit:
-		return h.initStage()
+	case stageZygote:
+		return zygoteMain()
 	case stageProbe:
 		return probeStage()
 	default:
-		return h.fail("unknown helper stage %q", stage)
+		fmt.Fprintf(stdio.Err, HelperPrefix+"unknown helper stage %q\n", stage)
+		return HelperFailed
 	}
 }
 
-// fail reports the helper's own error and returns its exit code.
-func (h helper) fail(format string, args ...any) int {
-	fmt.Fprintf(h.stdio.Err, HelperPrefix+format+"\n", args...)
+// zygoteServer is the zygote's side: it forks the commands and reaps them.
+type zygoteServer struct {
+	conn    *net.UnixConn
+	ns      bool
+	devnull *os.File
+
+	// mu orders a fork, its registration and its "started" before the
+	// reaper can report its end.
+	mu   sync.Mutex
+	cmds map[int]uint64 // pid (in the zygote's namespace) → command id
+}
+
+// zygoteRequest is one start request and its descriptors.
+type zygoteRequest struct {
+	id            uint64
+	out, err, mem *os.File
+}
+
+func (r zygoteRequest) close() { closeAll(r.out, r.err, r.mem) }
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// stopSignals would end the zygote by their default action; it swallows
+// them (a handler, not SIG_IGN, which bash would inherit).
+var stopSignals = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE}
+
+func zygoteMain() int {
+	// The main thread, the one /proc/PID and kill(PID) name, stays
+	// unconfined: only the spawner's thread is in the commands' Landlock
+	// domain, so a command can neither signal the zygote nor open its
+	// /proc entries (Landlock allows either only within its domain).
+	runtime.LockOSThread()
+	// Nor ptrace any of its threads, the spawner's included: without
+	// CAP_SYS_PTRACE (see dropBounding) a non-dumpable process cannot be
+	// attached to or read through /proc.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return HelperFailed
+	}
+	quiet := make(chan os.Signal, 1)
+	signal.Notify(quiet, stopSignals...)
+	go func() {
+		for range quiet {
+		}
+	}()
+	// Neither of the agent's descriptors may reach a command: the policy
+	// pipe is read and closed below, the socket is close-on-exec.
+	syscall.CloseOnExec(sockFD)
+	sock := os.NewFile(sockFD, "zygote")
+	fc, err := net.FileConn(sock)
+	_ = sock.Close()
+	if err != nil {
+		return HelperFailed
+	}
+	z := &zygoteServer{conn: fc.(*net.UnixConn), cmds: map[int]uint64{}}
+	w, err := readPolicy(policyFD)
+	if err != nil {
+		return z.fatal(err)
+	}
+	z.ns = w.Namespaces
+	var hidden map[string]bool
+	if w.Namespaces {
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return z.fatal(fmt.Errorf("private mounts: %w", err))
+		}
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return z.fatal(fmt.Errorf("mount /proc: %w", err))
+		}
+		if hidden, err = hideDenied(w.Policy); err != nil {
+			return z.fatal(err)
+		}
+	}
+	if z.devnull, err = os.Open(os.DevNull); err != nil {
+		return z.fatal(err)
+	}
+	// Before the first fork, so that no child's end can go unnoticed.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, unix.SIGCHLD)
+	reqs := make(chan zygoteRequest)
+	ready := make(chan error)
+	go z.spawner(w, hidden, reqs, ready)
+	if err := <-ready; err != nil {
+		return z.fatal(err)
+	}
+	go z.reap(sigc)
+	z.serve(reqs)
+	return 0
+}
+
+// fatal tells the agent why the zygote cannot serve, and returns its exit code.
+func (z *zygoteServer) fatal(err error) int {
+	z.send(zygoteMsg{Fatal: err.Error()}, nil)
 	return HelperFailed
 }
 
-// bashEnv is the helper's environment without its marker.
-func bashEnv() []string {
-	env := os.Environ()
-	out := env[:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, helperEnv+"=") {
-			out = append(out, kv)
+func (z *zygoteServer) send(m zygoteMsg, oob []byte) {
+	b, _ := json.Marshal(m)
+	_, _, _ = z.conn.WriteMsgUnix(b, oob, nil)
+}
+
+// serve reads start requests until the agent's end closes: the agent is
+// done with this session, or gone.
+func (z *zygoteServer) serve(reqs chan<- zygoteRequest) {
+	buf := make([]byte, maxMsg)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	for {
+		n, oobn, _, _, err := z.conn.ReadMsgUnix(buf, oob)
+		if err != nil || n == 0 {
+			return
+		}
+		var m zygoteMsg
+		jerr := json.Unmarshal(buf[:n], &m)
+		files := rights(oob[:oobn])
+		if jerr != nil || !m.Start || len(files) != 3 {
+			closeAll(files...)
+			z.send(zygoteMsg{ID: m.ID, Err: "malformed start request"}, nil)
+			continue
+		}
+		reqs <- zygoteRequest{id: m.ID, out: files[0], err: files[1], mem: files[2]}
+	}
+}
+
+// rights are the descriptors passed in oob (received close-on-exec).
+func rights(oob []byte) []*os.File {
+	cms, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var out []*os.File
+	for _, cm := range cms {
+		fds, err := unix.ParseUnixRights(&cm)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			out = append(out, os.NewFile(uintptr(fd), "passed"))
 		}
 	}
 	return out
 }
 
-func (h helper) outer() int {
-	w, err := readPolicy(policyFD)
-	if err != nil {
-		return h.fail("%v", err)
-	}
-	if !w.Namespaces {
-		// Landlock alone: become bash, whose wait status is then the
-		// command's own with nothing to reproduce.
-		runtime.LockOSThread()
-		if err := restrictThread(w, nil); err != nil {
-			return h.fail("%v", err)
-		}
-		err := syscall.Exec(w.Shell, []string{"bash", "-c", w.Command}, bashEnv())
-		return h.fail("exec %s: %v", w.Shell, err)
-	}
-	return h.supervise(w)
-}
-
-// supervise starts init in new namespaces, forwards signals to it and
-// reproduces bash's end as its own.
-func (h helper) supervise(w wirePolicy) int {
-	pr, err := policyPipe(w)
-	if err != nil {
-		return h.fail("%v", err)
-	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return h.fail("status pipe: %v", err)
-	}
-	uid, gid := os.Getuid(), os.Getgid()
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS)
-	if !w.Network && w.NetNS {
-		flags |= unix.CLONE_NEWNET
-	}
-	attr := &syscall.SysProcAttr{
-		Cloneflags: flags,
-		// The same ids inside: files and `id` look as they do outside.
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
-		// A session of its own, not only a group: the executor, ending a
-		// command, signals every group of the command's session, and init
-		// there would get each signal twice (from it and from outer) and
-		// pass both to bash (a TERM trap would run twice). A SIGKILL of
-		// outer still reaches init as its parent-death signal.
-		Setsid:    true,
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if uid != 0 {
-		// A non-root init loses its namespace capabilities at exec unless
-		// they are ambient; it needs CAP_SYS_ADMIN to mount /proc and
-		// clears it before bash starts.
-		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
-	}
-	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        []string{helperArg0 + "-init"},
-		Env:         append(bashEnv(), helperEnv+"="+stageInit),
-		Dir:         w.Workdir,
-		Stdin:       h.stdio.In,
-		Stdout:      h.stdio.Out,
-		Stderr:      h.stdio.Err,
-		ExtraFiles:  []*os.File{pr, statusW},
-		SysProcAttr: attr,
-	}
-	sigs := make(chan os.Signal, len(forwarded))
-	signal.Notify(sigs, forwarded...)
-	// The parent-death signal fires when the thread that started init ends:
-	// keep this one for good.
-	runtime.LockOSThread()
-	err = cmd.Start()
-	_ = pr.Close()
-	_ = statusW.Close()
-	if err != nil {
-		return h.fail("start namespaces: %v", err)
-	}
-	// Signals that come before init is ready wait in sigs (see readyLine).
-	st := bufio.NewReader(statusR)
-	_, _ = st.ReadString('\n')
-	var last atomic.Int32 // the last signal forwarded
-	go func() {
-		for s := range sigs {
-			last.Store(int32(s.(syscall.Signal)))
-			_ = cmd.Process.Signal(s)
-		}
-	}()
-	_ = cmd.Wait()
-	b, _ := io.ReadAll(st)
-	code, sig, ok := parseStatus(string(b))
-	if !ok {
-		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		switch {
-		case ws.Signaled():
-			sig = ws.Signal()
-		case last.Load() != 0 && ws.ExitStatus() != HelperFailed:
-			// Init ended before bash did (or before it could catch the
-			// signal): the command was killed by what we forwarded.
-			sig = syscall.Signal(last.Load())
-		default:
-			return ws.ExitStatus()
-		}
-	}
-	if sig != 0 {
-		signal.Reset()
-		return dieBy(sig)
-	}
-	return code
-}
-
-// initStage is pid 1 of the command's namespaces: it mounts a /proc that
-// shows only them, confines itself, starts bash and reaps until bash ends.
-func (h helper) initStage() int {
-	sigs := make(chan os.Signal, len(forwarded))
-	signal.Notify(sigs, forwarded...)
-	w, err := readPolicy(policyFD)
-	if err != nil {
-		return h.fail("%v", err)
-	}
-	syscall.CloseOnExec(statusFD)
-	status := os.NewFile(statusFD, "status")
-	// Our handlers are in place: outer may forward signals now. One that
-	// came before would have hit a pid 1 without a handler, which the
-	// kernel ignores, and the command would run on until SIGKILL.
-	if _, err := io.WriteString(status, readyLine); err != nil {
-		return h.fail("status: %v", err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return h.fail("private mounts: %v", err)
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return h.fail("mount /proc: %v", err)
-	}
-	hidden, err := hideDenied(w.Policy)
-	if err != nil {
-		return h.fail("%v", err)
-	}
-	// Landlock, no_new_privs and ambient capabilities are per thread: bash
-	// starts from this one, confined and without capabilities.
+// spawner confines its own thread once and forks every command from it:
+// Landlock, no_new_privs and the capability sets are per thread, and a
+// child inherits the forking thread's. All of a session's commands share
+// one Landlock domain, so they may signal each other's processes (a later
+// command's `kill %1`-style cleanup) and nothing outside it.
+func (z *zygoteServer) spawner(w wirePolicy, hidden map[string]bool, reqs <-chan zygoteRequest, ready chan<- error) {
+	// Never unlocked: the thread is confined for good, and must not run
+	// anything else.
 	runtime.LockOSThread()
 	if err := restrictThread(w, hidden); err != nil {
-		return h.fail("%v", err)
+		ready <- err
+		return
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return h.fail("clear capabilities: %v", err)
+		ready <- fmt.Errorf("clear capabilities: %w", err)
+		return
 	}
-	proc, err := os.StartProcess(w.Shell, []string{"bash", "-c", w.Command}, &os.ProcAttr{
+	if os.Getuid() == 0 {
+		if err := dropBounding(); err != nil {
+			ready <- err
+			return
+		}
+	}
+	ready <- nil
+	for r := range reqs {
+		z.spawn(w, r)
+	}
+}
+
+// dropBounding empties the calling thread's capability bounding set, so
+// that a shell it starts as root gets no capability at exec: it could
+// otherwise ptrace the zygote (CAP_SYS_PTRACE overrides non-dumpable) or
+// undo its mounts.
+func dropBounding() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// maxPayload bounds a command's memfd: its text is one argument of
+// execve and its environment the rest, which together cannot pass ARG_MAX.
+const maxPayload = 8 << 20
+
+func (z *zygoteServer) spawn(w wirePolicy, r zygoteRequest) {
+	defer r.close()
+	var pl zygotePayload
+	dec := json.NewDecoder(io.NewSectionReader(r.mem, 0, maxPayload))
+	if err := dec.Decode(&pl); err != nil {
+		z.send(zygoteMsg{ID: r.id, Err: "read command: " + err.Error()}, nil)
+		return
+	}
+	env := append(pl.Env, cmdMarkerEnv+"="+strconv.FormatUint(r.id, 10))
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	pid, err := syscall.ForkExec(w.Shell, []string{"bash", "-c", pl.Command}, &syscall.ProcAttr{
 		Dir:   w.Workdir,
-		Env:   bashEnv(),
-		Files: []*os.File{h.stdio.In, h.stdio.Out, h.stdio.Err},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
+		Env:   env,
+		Files: []uintptr{z.devnull.Fd(), r.out.Fd(), r.err.Fd()},
+		// Its own session and group, as an unconfined command: the
+		// executor signals the group and walks the session.
+		Sys: &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {
-		return h.fail("start %s: %v", w.Shell, err)
+		z.send(zygoteMsg{ID: r.id, Err: fmt.Sprintf("start %s: %v", w.Shell, err)}, nil)
+		return
 	}
-	bash := proc.Pid
-	go func() {
-		for s := range sigs {
-			_ = unix.Kill(-bash, s.(syscall.Signal))
+	z.cmds[pid] = r.id
+	if !z.ns {
+		z.send(zygoteMsg{ID: r.id, Pid: pid}, nil)
+		return
+	}
+	// The pid is the namespace's; named in the credentials, it reaches the
+	// agent as the agent's namespace numbers it. The reaper cannot reap it
+	// before this is sent (mu), so the pid still names this process.
+	cred := unix.UnixCredentials(&unix.Ucred{Pid: int32(pid), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
+	z.send(zygoteMsg{ID: r.id, Pid: pid, NS: true}, cred)
+}
+
+// reap reaps every child (as pid 1, orphans of the namespace too) at each
+// SIGCHLD and reports the end of the commands' shells.
+func (z *zygoteServer) reap(sigc <-chan os.Signal) {
+	for range sigc {
+		var ended []uint64
+		z.mu.Lock()
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+			id, ok := z.cmds[pid]
+			if !ok {
+				continue
+			}
+			delete(z.cmds, pid)
+			z.send(zygoteMsg{ID: id, Exited: true, Status: uint32(ws)}, nil)
+			ended = append(ended, id)
 		}
-	}()
-	// pid 1 inherits every orphan of the namespace: reap them all, and stop
-	// at bash's end (exiting then kills whatever is left).
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		z.mu.Unlock()
+		if z.ns {
+			for _, id := range ended {
+				killMarked(cmdMarkerEnv + "=" + strconv.FormatUint(id, 10))
+			}
 		}
+	}
+}
+
+// killMarked kills what is left of an ended command: the processes of this
+// namespace whose environment carries marker (a setsid daemon, a `nohup …
+// &`). The /proc here shows only the namespace, so the walk is short. It
+// repeats until a walk finds nothing, since one being killed may have just
+// forked. Each is held by a pidfd before its environment is read, so what
+// is killed is what was read.
+func killMarked(marker string) {
+	want := append([]byte(marker), 0)
+	for range 16 {
+		ents, err := os.ReadDir("/proc")
 		if err != nil {
-			return h.fail("wait: %v", err)
+			return
 		}
-		if pid != bash {
-			continue
+		found := false
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == 1 {
+				continue
+			}
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+				found = true
+			}
+			_ = unix.Close(fd)
 		}
-		if ws.Signaled() {
-			fmt.Fprintf(status, "signal %d", int(ws.Signal()))
-		} else {
-			fmt.Fprintf(status, "exit %d", ws.ExitStatus())
+		if !found {
+			return
 		}
-		return 0
 	}
-}
-
-// readyLine is init's first line on the status pipe: its signal handlers
-// are installed.
-const readyLine = "ready\n"
-
-// parseStatus reads init's report on bash.
-func parseStatus(s string) (code int, sig syscall.Signal, ok bool) {
-	kind, num, found := strings.Cut(s, " ")
-	n, err := strconv.Atoi(num)
-	if !found || err != nil {
-		return 0, 0, false
-	}
-	switch kind {
-	case "exit":
-		return n, 0, true
-	case "signal":
-		return 0, syscall.Signal(n), true
-	}
-	return 0, 0, false
-}
-
-// dieBy ends this process by sig, restoring its default action (the Go
-// runtime would otherwise ignore or catch some signals) on a thread that
-// has it unblocked. Only a signal whose default action does not kill can
-// return: then 128+sig, bash's convention.
-func dieBy(sig syscall.Signal) int {
-	runtime.LockOSThread()
-	// The command's core, if it made one, was its own: do not add ours.
-	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
-	var dfl [8]uint64 // struct sigaction with SIG_DFL, no flags, empty mask
-	_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
-	var set unix.Sigset_t
-	set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
-	_ = unix.PthreadSigmask(unix.SIG_UNBLOCK, &set, nil)
-	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
-	return 128 + int(sig)
 }
 
 // probeStage checks, in the namespaces Probe created, that /proc can be

@@ -1,20 +1,23 @@
 package sandbox
 
 import (
+	"os/exec"
 	"path/filepath"
 	"syscall"
 )
 
-// Command returns how to start `bash -c command` confined to p, with env
-// as the command's environment (TMPDIR is replaced by p.TempDir): under
-// sandbox-exec with a profile generated from p. The profile is the agent's,
-// in sandbox-exec's arguments; the model's text only follows `-c`.
-func (l *Launcher) Command(command string, p Policy, env []string) (*Command, error) {
+// Command returns the exec.Cmd that runs `bash -c command` confined to p,
+// with env as the command's environment (TMPDIR is replaced by p.TempDir):
+// under sandbox-exec with a profile generated from p. The profile is the
+// agent's, in sandbox-exec's arguments; the model's text only follows `-c`.
+// The caller sets Stdout and Stderr. Its wait status is the command's:
+// sandbox-exec execs bash.
+func (l *Launcher) Command(command string, p Policy, env []string) (*exec.Cmd, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
 	p = realPaths(p)
-	return &Command{
+	return &exec.Cmd{
 		Path:        seatbeltPath,
 		Args:        []string{"sandbox-exec", "-p", Profile(p), p.Shell, "-c", command},
 		Env:         commandEnv(env, p.TempDir),

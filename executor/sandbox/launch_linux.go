@@ -1,28 +1,63 @@
 package sandbox
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
-	"path/filepath"
-	"syscall"
 )
 
-// Command returns how to start `bash -c command` confined to p, with env
-// as the command's environment (TMPDIR is replaced by p.TempDir).
-func (l *Launcher) Command(command string, p Policy, env []string) (*Command, error) {
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	p.Workdir = filepath.Clean(p.Workdir)
-	r, err := policyPipe(wirePolicy{Policy: p, Command: command, Namespaces: l.Namespaces(), NetNS: l.avail.NetNS})
+// maxPolicy bounds the encoded policy: it is written into a pipe before the
+// helper starts, so it must fit the pipe's buffer.
+const maxPolicy = 60 << 10
+
+// wirePolicy is what goes over the policy pipe.
+type wirePolicy struct {
+	Policy
+	// Namespaces asks the helper for user, PID and mount namespaces (and a
+	// network namespace unless Policy.Network).
+	Namespaces bool
+	// NetNS: a network namespace is available.
+	NetNS bool
+}
+
+// policyPipe returns the read end of a pipe that holds w and is closed for
+// writing.
+func policyPipe(w wirePolicy) (*os.File, error) {
+	b, err := json.Marshal(w)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode policy: %w", err)
 	}
-	return &Command{
-		Path:        l.exe,
-		Args:        []string{helperArg0},
-		Env:         commandEnv(env, p.TempDir, helperEnv+"="+stageOuter),
-		Dir:         p.Workdir,
-		ExtraFiles:  []*os.File{r},
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}, nil
+	if len(b) > maxPolicy {
+		return nil, fmt.Errorf("policy too large: %d bytes", len(b))
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("policy pipe: %w", err)
+	}
+	_, err = wr.Write(b)
+	if cerr := wr.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("write policy: %w", err)
+	}
+	return r, nil
+}
+
+// readPolicy reads and closes the policy pipe at fd.
+func readPolicy(fd uintptr) (wirePolicy, error) {
+	var w wirePolicy
+	f := os.NewFile(fd, "policy")
+	if f == nil {
+		return w, errors.New("no policy descriptor")
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return w, fmt.Errorf("read policy: %w", err)
+	}
+	return w, w.check()
 }

@@ -2,9 +2,12 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"os/exec"
+)
 
 // Command fails: this platform has no sandbox.
-func (l *Launcher) Command(command string, p Policy, env []string) (*Command, error) {
+func (l *Launcher) Command(command string, p Policy, env []string) (*exec.Cmd, error) {
 	return nil, errors.New("no sandbox on this platform")
 }

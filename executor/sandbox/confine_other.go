@@ -1,0 +1,19 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"os"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// start runs the command under the platform's wrapper (sandbox-exec).
+func (c *Confiner) start(_ string, p Policy, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
+	cmd, err := c.opts.Launcher.Command(command, p, env)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return executor.StartCmd(cmd)
+}

@@ -1,0 +1,354 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// A zygote is one helper process per session policy that forks every
+// confined command of that session, so a command costs a fork and an exec
+// of bash, not a re-execution of the agent's binary as well:
+//
+//	agent ─ zygote: Landlock on its spawning thread; with namespaces, pid 1
+//	  │       of new user, PID, mount (and network) namespaces, /proc mounted
+//	  │       for them, the denied paths inside writable trees hidden
+//	  │       ├ bash -c CMD   (its own session and process group)
+//	  │       └ bash -c CMD2
+//	  └ (the agent signals each command's group directly: host pids)
+//
+// The agent and the zygote talk over a SOCK_SEQPACKET pair that no command
+// inherits. A start request carries the command's stdout, stderr and a
+// memfd holding its text and environment; the zygote answers with the
+// shell's pid — in the agent's PID namespace, translated by the kernel
+// through SCM_CREDENTIALS — and later with its wait status. The policy
+// came once, at the zygote's start, over its own pipe: nothing a command
+// can write reaches it.
+//
+// When the agent is gone, however it ended, the socket reaches EOF and the
+// zygote exits; as pid 1 its end takes every process of the namespace
+// along, setsid daemons included. A command's processes that outlive its
+// shell (found by a marker in their environment) are killed when the shell
+// is reaped.
+
+// The zygote's descriptors: its policy, and its socket to the agent.
+const (
+	policyFD = 3
+	sockFD   = 4
+)
+
+// zygoteMsg is one message either way. Requests: Start (with three
+// descriptors). Replies: Pid (started; in NS mode the credentials carry the
+// pid as the agent sees it), Err (did not start), Status (ended), Fatal
+// (the zygote could not set up and exits).
+type zygoteMsg struct {
+	ID     uint64 `json:"id,omitempty"`
+	Start  bool   `json:"start,omitempty"`
+	Pid    int    `json:"pid,omitempty"`
+	NS     bool   `json:"ns,omitempty"`
+	Err    string `json:"err,omitempty"`
+	Exited bool   `json:"exited,omitempty"`
+	Status uint32 `json:"status,omitempty"`
+	Fatal  string `json:"fatal,omitempty"`
+}
+
+// zygotePayload is a command, in the memfd of its start request.
+type zygotePayload struct {
+	Command string   `json:"command"`
+	Env     []string `json:"env"`
+}
+
+// maxMsg bounds one socket message (payloads travel in a memfd).
+const maxMsg = 4 << 10
+
+// Zygote is the agent's side of one zygote process: it starts commands
+// confined to one policy. It is safe for concurrent use.
+type Zygote struct {
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+	ns   bool
+	done chan struct{} // closed when the reader returned
+
+	// mu guards the fields below.
+	mu     sync.Mutex
+	next   uint64
+	starts map[uint64]chan startReply
+	procs  map[uint64]*zproc
+	err    error // why the zygote is gone; nil while it serves
+}
+
+type startReply struct {
+	proc *zproc
+	err  error
+}
+
+// Zygote starts a zygote for p. Close it when done: that ends it and, with
+// namespaces, every process left in them.
+func (l *Launcher) Zygote(p Policy) (*Zygote, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	p.Workdir = filepath.Clean(p.Workdir)
+	pr, err := policyPipe(wirePolicy{Policy: p, Namespaces: l.Namespaces(), NetNS: l.avail.NetNS})
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("zygote socket: %w", err)
+	}
+	// The kernel translates the pid a zygote in a PID namespace names in
+	// its credentials only for a receiver that asks for credentials.
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		_ = unix.Close(fds[0])
+		_ = unix.Close(fds[1])
+		return nil, fmt.Errorf("zygote socket: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "zygote")
+	theirs := os.NewFile(uintptr(fds[1]), "zygote")
+	defer theirs.Close()
+	fc, err := net.FileConn(ours)
+	_ = ours.Close()
+	if err != nil {
+		return nil, fmt.Errorf("zygote socket: %w", err)
+	}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	ns := l.Namespaces()
+	if ns {
+		uid, gid := os.Getuid(), os.Getgid()
+		flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS)
+		if !p.Network && l.avail.NetNS {
+			flags |= unix.CLONE_NEWNET
+		}
+		attr.Cloneflags = flags
+		// The same ids inside: files and `id` look as they do outside.
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		if uid != 0 {
+			// A non-root zygote loses its namespace capabilities at exec
+			// unless they are ambient: it needs CAP_SYS_ADMIN to mount
+			// /proc and to name its children's pids in credentials. Its
+			// spawning thread clears the ambient set, so bash starts
+			// without it.
+			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+		}
+	}
+	cmd := &exec.Cmd{
+		Path:        l.exe,
+		Args:        []string{helperArg0},
+		Env:         []string{helperEnv + "=" + stageZygote},
+		Dir:         "/",
+		ExtraFiles:  []*os.File{pr, theirs},
+		SysProcAttr: attr,
+	}
+	if err := cmd.Start(); err != nil {
+		_ = fc.Close()
+		return nil, fmt.Errorf("start zygote: %w", err)
+	}
+	z := &Zygote{
+		cmd:    cmd,
+		conn:   fc.(*net.UnixConn),
+		ns:     ns,
+		done:   make(chan struct{}),
+		starts: map[uint64]chan startReply{},
+		procs:  map[uint64]*zproc{},
+	}
+	go z.read()
+	return z, nil
+}
+
+// Start runs `bash -c command` in the zygote with env (as given: see
+// commandEnv for TMPDIR), writing to stdout and stderr; its stdin is
+// /dev/null. The caller keeps and closes its copies of stdout and stderr.
+func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
+	payload, err := json.Marshal(zygotePayload{Command: command, Env: env})
+	if err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	mfd, err := unix.MemfdCreate("dsh-acp-command", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("command memfd: %w", err)
+	}
+	mem := os.NewFile(uintptr(mfd), "command")
+	defer mem.Close()
+	if _, err := mem.Write(payload); err != nil {
+		return nil, fmt.Errorf("command memfd: %w", err)
+	}
+
+	z.mu.Lock()
+	if z.err != nil {
+		z.mu.Unlock()
+		return nil, z.err
+	}
+	z.next++
+	id := z.next
+	reply := make(chan startReply, 1)
+	z.starts[id] = reply
+	z.mu.Unlock()
+
+	msg, _ := json.Marshal(zygoteMsg{ID: id, Start: true})
+	rights := unix.UnixRights(int(stdout.Fd()), int(stderr.Fd()), int(mem.Fd()))
+	if _, _, err := z.conn.WriteMsgUnix(msg, rights, nil); err != nil {
+		z.mu.Lock()
+		delete(z.starts, id)
+		z.mu.Unlock()
+		return nil, fmt.Errorf("zygote: %w", err)
+	}
+	r := <-reply
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.proc, nil
+}
+
+// alive reports whether the zygote still serves.
+func (z *Zygote) alive() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.err == nil
+}
+
+// read dispatches the zygote's replies until its socket closes, then fails
+// what is still pending.
+func (z *Zygote) read() {
+	defer close(z.done)
+	buf := make([]byte, maxMsg)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	err := errors.New("sandbox helper exited")
+	for {
+		n, oobn, _, _, rerr := z.conn.ReadMsgUnix(buf, oob)
+		if rerr != nil || n == 0 {
+			break
+		}
+		var m zygoteMsg
+		if json.Unmarshal(buf[:n], &m) != nil {
+			continue
+		}
+		if m.Fatal != "" {
+			err = errors.New(m.Fatal)
+			break
+		}
+		if m.Pid != 0 && m.NS {
+			m.Pid = credPid(oob[:oobn])
+		}
+		z.dispatch(m)
+	}
+	z.fail(err)
+}
+
+// credPid is the pid in the credentials of a message, 0 if none.
+func credPid(oob []byte) int {
+	cms, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, cm := range cms {
+		if c, err := unix.ParseUnixCredentials(&cm); err == nil {
+			return int(c.Pid)
+		}
+	}
+	return 0
+}
+
+func (z *Zygote) dispatch(m zygoteMsg) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	switch {
+	case m.Exited:
+		if p := z.procs[m.ID]; p != nil {
+			delete(z.procs, m.ID)
+			p.end(syscall.WaitStatus(m.Status), nil)
+		}
+	case m.Err != "" || m.Pid > 0:
+		reply := z.starts[m.ID]
+		if reply == nil {
+			return
+		}
+		delete(z.starts, m.ID)
+		if m.Err != "" || m.Pid <= 0 {
+			reply <- startReply{err: fmt.Errorf("sandbox helper: %s", orDefault(m.Err, "no pid"))}
+			return
+		}
+		p := &zproc{pid: m.Pid, done: make(chan struct{})}
+		z.procs[m.ID] = p
+		reply <- startReply{proc: p}
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// fail ends the zygote's service: pending starts fail with err, and the
+// commands still running are killed and reported killed. With namespaces
+// the kernel has already killed them with the zygote; without, they are
+// ordinary processes of the agent's user and go by their groups.
+func (z *Zygote) fail(err error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.err == nil {
+		z.err = err
+	}
+	for id, reply := range z.starts {
+		delete(z.starts, id)
+		reply <- startReply{err: fmt.Errorf("sandbox helper: %w", z.err)}
+	}
+	for id, p := range z.procs {
+		delete(z.procs, id)
+		if !z.ns {
+			_ = unix.Kill(-p.pid, unix.SIGKILL)
+		}
+		p.end(syscall.WaitStatus(unix.SIGKILL), nil)
+	}
+}
+
+// Close ends the zygote (and with namespaces every process left in them)
+// and waits for it.
+func (z *Zygote) Close() error {
+	_ = z.conn.Close()
+	<-z.done
+	err := z.cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		// Its exit status says nothing the agent needs; a failure to set
+		// up was reported as Fatal.
+		err = nil
+	}
+	return err
+}
+
+// zproc is one command forked by a zygote.
+type zproc struct {
+	pid    int
+	done   chan struct{}
+	status syscall.WaitStatus
+	err    error
+}
+
+var _ executor.Process = (*zproc)(nil)
+
+func (p *zproc) end(ws syscall.WaitStatus, err error) {
+	p.status, p.err = ws, err
+	close(p.done)
+}
+
+func (p *zproc) Pid() int { return p.pid }
+
+func (p *zproc) Wait() (syscall.WaitStatus, error) {
+	<-p.done
+	return p.status, p.err
+}
