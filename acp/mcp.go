@@ -20,6 +20,12 @@ type MCPOptions struct {
 	// OnGroup (the watchdog hook). Cwd, Logger, OnNotice and OnToolsChanged
 	// are set per session. The zero value uses mcptool's defaults.
 	Servers mcptool.Options
+	// SpillParent, when set, gives the parent of a session's MCP spill
+	// directory, asked on its first spill (mcptool.Options.SpillParent): the
+	// agent's is the executor's directory of that session, which its
+	// confined commands may read and no other session's can. Nil means
+	// Servers' SpillDir or SpillParent.
+	SpillParent func(sessionID string) (string, error)
 	// AllowReadOnly lets a tool its server annotates read-only run in Ask
 	// mode without asking (--allow-mcp-readonly). Deny rules still apply.
 	AllowReadOnly bool
@@ -44,6 +50,10 @@ func (a *Agent) startServers(s *sessions.Session, list []acpsdk.McpServer) {
 	opts.Logger = m.log
 	opts.OnNotice = m.notice
 	opts.OnToolsChanged = func() { m.log.Info("mcp tools listed") }
+	if f := a.opts.MCP.SpillParent; f != nil {
+		id := s.ID
+		opts.SpillParent = func() (string, error) { return f(id) }
+	}
 	servers, err := mcptool.Start(mcpConfigs(list), opts)
 	if err != nil {
 		// Only a list that cannot run at all (no absolute cwd), which a

@@ -48,7 +48,21 @@ func TestSpillDirPerOwner(t *testing.T) {
 	if dirs["a"] == dirs["b"] || filepath.Dir(dirs["a"]) != filepath.Dir(dirs["b"]) {
 		t.Errorf("owners' spill dirs %v: want two siblings", dirs)
 	}
+	// OwnerSpillDir is that directory, for spill files of the owner's
+	// that are not the executor's (MCP results).
+	for owner, dir := range dirs {
+		if got, err := l.OwnerSpillDir(owner); err != nil || got != dir {
+			t.Errorf("OwnerSpillDir(%s) = %q, %v; want %q", owner, got, err, dir)
+		}
+	}
+	other := filepath.Join(dirs["a"], "other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	l.KillOwned("a")
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("a's other spill files after KillOwned: %v", err)
+	}
 	if _, err := os.Stat(dirs["a"]); !os.IsNotExist(err) {
 		t.Errorf("a's spill dir after KillOwned: %v", err)
 	}

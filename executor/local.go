@@ -376,6 +376,16 @@ func (l *Local) spillDirs(owner string) (root, own string, err error) {
 	return l.spillDir, own, nil
 }
 
+// OwnerSpillDir returns owner's private spill directory, creating it on first
+// need (mode 0700). Other spill files of the owner's (its MCP servers') may
+// go there: a confined command of owner can read them and one of another
+// owner cannot, and KillOwned removes them with the directory (unless
+// KeepSpillFiles).
+func (l *Local) OwnerSpillDir(owner string) (string, error) {
+	_, own, err := l.spillDirs(owner)
+	return own, err
+}
+
 // spillFile creates a spill file in the owner's private directory, creating
 // it on first need, and records it under its owner so KillOwned can remove
 // it. A failure is retried on the next overflow.

@@ -239,13 +239,16 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			Servers: mcptool.Options{
 				StartTimeout: cfg.mcpStartTimeout,
 				CallTimeout:  cfg.mcpTimeout,
-				// Each session's servers spill into their own private
-				// directory (0700, dsh-acp-mcp-*, made on first need) in
-				// the executor's parent ($TMPDIR), removed when the
-				// session closes.
-				SpillDir: cfg.spillDir,
-				OnGroup:  onGroup(a.guard, log),
+				OnGroup:      onGroup(a.guard, log),
 			},
+			// Each session's servers spill into their own private
+			// directory (0700, dsh-acp-mcp-*, made on first need) inside
+			// the executor's directory of that session: a confined command
+			// of the session can read them as it reads its own command
+			// spill files, one of another session cannot (the executor's
+			// whole spill directory is denied to it). Removed when the
+			// session closes.
+			SpillParent:   ex.OwnerSpillDir,
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
 		Version: version,

@@ -27,6 +27,9 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpServerEnv) == "serve" {
+		os.Exit(mcpServerMain())
+	}
 	// The in-process app probes the sandbox by re-executing this binary.
 	sandbox.HelperMain(sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	dir, err := os.MkdirTemp("", "dsh-acp-bin-")

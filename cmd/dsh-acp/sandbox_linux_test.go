@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -256,6 +257,84 @@ func TestSandboxConfinesCommands(t *testing.T) {
 	p.call(ctx, "session/close", map[string]any{"sessionId": a})
 	if _, err := os.Stat(tmpdir); tmpdir != "" && !os.IsNotExist(err) {
 		t.Errorf("temp dir %s still there after close (%v)", tmpdir, err)
+	}
+}
+
+// An MCP tool's result spills like a command's output, and like it is the
+// session's: a confined command of the session can read the spill file
+// (the tool text tells the model to), one of another session cannot, and
+// the file goes when the session closes. The server is this test binary,
+// over stdio.
+func TestSandboxMCPSpillFiles(t *testing.T) {
+	t.Parallel()
+	needSandbox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	named := `cat "$(cat ` + filepath.Join(outside, "path") + `)" | wc -l`
+	script := writeScript(t,
+		`{"tag":"A","tool_calls":[{"name":"mcp__big__big","arguments":{}}]}`, `{"tag":"A","text":"spilled"}`,
+		bashTurn("B", named),
+		bashTurn("A", named),
+	)
+	// Auto in sandbox asks for MCP calls as Ask does: the rule answers.
+	p := startSandboxAgent(t, script, "", "", "--allow", "mcp:big/big")
+	p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+	sess := p.call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{map[string]any{
+		"name": "big", "command": self, "args": []string{},
+		"env": []any{map[string]any{"name": mcpServerEnv, "value": "serve"}},
+	}}})
+	a := sess["sessionId"].(string)
+	p.call(ctx, "session/set_mode", map[string]any{"sessionId": a, "modeId": "sandbox"})
+	b := p.newSession(ctx, "sandbox")
+	p.waitLog(ctx, "mcp tools listed")
+
+	ra := p.prompt(ctx, a, "[script:A] call it")
+	if len(ra) != 1 {
+		t.Fatalf("%d results in A, want 1: %v", len(ra), ra)
+	}
+	m := regexp.MustCompile(`full output: (\S+)\]`).FindStringSubmatch(ra[0].text)
+	if m == nil {
+		t.Fatalf("no spill file named in the MCP result: %q", ra[0].text)
+	}
+	path := m[1]
+	if b, err := os.ReadFile(path); err != nil || strings.Count(string(b), "\n") != mcpBigLines {
+		t.Fatalf("spill file %s: %d lines, %v", path, strings.Count(string(b), "\n"), err)
+	}
+	writeName(t, outside, "path", path)
+
+	if r := p.prompt(ctx, b, "[script:B] read A's"); len(r) != 1 || !strings.Contains(r[0].text, "Permission denied") || strings.Contains(r[0].text, fmt.Sprint(mcpBigLines)) {
+		t.Errorf("another session's MCP spill file: %v", r)
+	}
+	if r := p.prompt(ctx, a, "[script:A] read own"); len(r) != 1 || r[0].exit() != 0 || !strings.Contains(r[0].text, fmt.Sprint(mcpBigLines)) {
+		t.Errorf("own MCP spill file: %v", r)
+	}
+
+	p.call(ctx, "session/close", map[string]any{"sessionId": a})
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("MCP spill file %s still there after close (%v)", path, err)
+	}
+}
+
+// waitLog returns once the agent's log has a line with text (the one place
+// that says when a session's MCP servers have listed their tools).
+func (p *agentProc) waitLog(ctx context.Context, text string) {
+	p.t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, _ := os.ReadFile(p.logFile); strings.Contains(string(b), text) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			p.t.Fatalf("no %q in the log: %v", text, context.Cause(ctx))
+		case <-tick.C:
+		}
 	}
 }
 

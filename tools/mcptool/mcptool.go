@@ -105,6 +105,11 @@ type Options struct {
 	// 0700, created on first need, removed by Close). Empty means
 	// os.TempDir().
 	SpillDir string
+	// SpillParent, when set, is asked on first need for the parent instead
+	// of SpillDir, so that the caller can make its directory then (the agent
+	// puts a session's MCP spill files in the executor's directory of that
+	// session, the one its confined commands may read). Nil means SpillDir.
+	SpillParent func() (string, error)
 	// BaseEnv is the environment stdio servers' base is taken from; only
 	// the names in [BaseEnvNames] are kept. Nil means os.Environ().
 	BaseEnv []string
@@ -424,7 +429,16 @@ func (s *Servers) spillFile(label string) (*os.File, error) {
 	}
 	dir := s.spillDir
 	if dir == "" {
-		d, err := os.MkdirTemp(s.opts.SpillDir, "dsh-acp-mcp-")
+		parent := s.opts.SpillDir
+		if s.opts.SpillParent != nil {
+			p, err := s.opts.SpillParent()
+			if err != nil {
+				s.mu.Unlock()
+				return nil, fmt.Errorf("spill dir: %w", err)
+			}
+			parent = p
+		}
+		d, err := os.MkdirTemp(parent, "dsh-acp-mcp-")
 		if err != nil {
 			s.mu.Unlock()
 			return nil, fmt.Errorf("spill dir: %w", err)

@@ -3,11 +3,13 @@ package mcptool_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,6 +187,40 @@ func TestSpill(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(o.SpillPath)); !os.IsNotExist(err) {
 		t.Errorf("spill dir left after Close: %v", err)
+	}
+}
+
+// TestSpillParent: the parent is asked for on the first spill only, not at
+// start nor for a result that fits; a parent that cannot be had leaves the
+// result truncated with the file unavailable.
+func TestSpillParent(t *testing.T) {
+	t.Parallel()
+	ctx := testutil.Context(t)
+	parent := t.TempDir()
+	var asked atomic.Int32
+	fail := errors.New("no parent")
+	h := start(t, []mcptool.ServerConfig{stdio(t, "b", "serve")}, mcptool.Options{SpillParent: func() (string, error) {
+		asked.Add(1)
+		return parent, nil
+	}})
+	h.started(ctx, t)
+	big := h.tool(t, "mcp__b__big")
+	if o := big.Invoke(ctx, json.RawMessage(`{"n":100}`)); o.Truncated || asked.Load() != 0 {
+		t.Fatalf("a short result: truncated %v, parent asked %d times", o.Truncated, asked.Load())
+	}
+	o := big.Invoke(ctx, json.RawMessage(`{"n":50000}`))
+	if filepath.Dir(filepath.Dir(o.SpillPath)) != parent || asked.Load() != 1 {
+		t.Fatalf("spill %q not under %s (asked %d times)", o.SpillPath, parent, asked.Load())
+	}
+	if o := big.Invoke(ctx, json.RawMessage(`{"n":50000}`)); filepath.Dir(filepath.Dir(o.SpillPath)) != parent || asked.Load() != 1 {
+		t.Errorf("second spill %q, parent asked %d times", o.SpillPath, asked.Load())
+	}
+
+	h2 := start(t, []mcptool.ServerConfig{stdio(t, "b", "serve")}, mcptool.Options{SpillParent: func() (string, error) { return "", fail }})
+	h2.started(ctx, t)
+	o = h2.tool(t, "mcp__b__big").Invoke(ctx, json.RawMessage(`{"n":50000}`))
+	if !o.Truncated || o.SpillPath != "" || !strings.HasSuffix(o.Text, "[output truncated; full output: (unavailable)]") {
+		t.Errorf("parent unavailable: truncated %v, path %q, text ...%q", o.Truncated, o.SpillPath, o.Text[len(o.Text)-60:])
 	}
 }
 

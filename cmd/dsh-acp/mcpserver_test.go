@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpServerEnv makes this test binary, started by dsh-acp as a session's
+// stdio MCP server, serve MCP instead of running the tests.
+const mcpServerEnv = "DSH_TEST_MCP_SERVER"
+
+// mcpBigLines is how many lines the big tool returns: 48,894 bytes, beyond
+// the 32,000 a model is given, so the result spills.
+const mcpBigLines = 10000
+
+// mcpServerMain serves one tool, big, whose text is the numbers 1 to
+// mcpBigLines, one a line.
+func mcpServerMain() int {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "dsh-acp-test", Version: "1"}, nil)
+	var b strings.Builder
+	for i := 1; i <= mcpBigLines; i++ {
+		fmt.Fprintln(&b, i)
+	}
+	text := b.String()
+	srv.AddTool(&mcp.Tool{Name: "big", Description: "A long text.", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+		})
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "mcp server:", err)
+		return 1
+	}
+	return 0
+}
