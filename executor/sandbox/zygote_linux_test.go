@@ -1,0 +1,145 @@
+package sandbox_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
+)
+
+// One zygote serves many commands at once, each with its own output and
+// exit code.
+func TestZygoteConcurrent(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testutil.Context(t)
+			l := launcher(t, m)
+			p := policy(t)
+			z, err := l.Zygote(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer z.Close()
+			var wg sync.WaitGroup
+			for i := range 24 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := startIn(ctx, t, z, fmt.Sprintf("echo out-%d; echo err-%d >&2; exit %d", i, i, i%7), p, false).wait()
+					if r.code != i%7 || r.stdout != fmt.Sprintf("out-%d\n", i) || r.stderr != fmt.Sprintf("err-%d\n", i) {
+						t.Errorf("command %d: %+v", i, r)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// ppid is pid's parent as this process's namespace numbers it.
+func ppid(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	n, err := strconv.Atoi(fields[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A zygote that dies (the OOM killer) reports its running commands killed,
+// and the Confiner starts the session's next command in a new one.
+func TestZygoteDies(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testutil.Context(t)
+			l := launcher(t, m)
+			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			run := func(command string) (executor.Process, *os.File) {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: t.TempDir(), Owner: "s"}, Stdout: w, Stderr: w})
+				_ = w.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = syscall.Kill(-pr.Pid(), syscall.SIGKILL); _ = r.Close() })
+				return pr, r
+			}
+			pr, out := run("echo ready; sleep 1000")
+			line := make([]byte, 6)
+			if _, err := out.Read(line); err != nil || string(line) != "ready\n" {
+				t.Fatalf("handshake %q %v", line, err)
+			}
+			zygote := ppid(t, pr.Pid())
+			if err := syscall.Kill(zygote, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			ws, err := pr.Wait()
+			if err != nil || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Errorf("after the zygote's death: %v %v", ws, err)
+			}
+			testutil.WaitGone(t, ctx, pr.Pid())
+			pr2, out2 := run("echo again; exec sleep 1000")
+			b := make([]byte, 6)
+			if _, err := out2.Read(b); err != nil || string(b) != "again\n" {
+				t.Fatalf("next command: %q %v", b, err)
+			}
+			if got := ppid(t, pr2.Pid()); got == zygote {
+				t.Errorf("the next command runs in the dead zygote")
+			}
+			_ = syscall.Kill(-pr2.Pid(), syscall.SIGTERM)
+			if ws, err := pr2.Wait(); err != nil || ws.Signal() != syscall.SIGTERM {
+				t.Errorf("next command's end: %v %v", ws, err)
+			}
+		})
+	}
+}
+
+// With namespaces, a daemon a command left behind is gone once the
+// command's shell has ended by itself, as when it is killed.
+func TestDaemonGoneAtExit(t *testing.T) {
+	if a := probe(); !a.UserNS || !a.PIDNS {
+		t.Skip("no PID namespace here")
+	}
+	ctx := testutil.Context(t)
+	l := launcher(t, mode{name: "namespaces"})
+	arg := fmt.Sprintf("1000.%d9", os.Getpid())
+	// The daemon says it is up through a file in the cwd; the command waits
+	// for it (bounded by the test's context, which kills the group).
+	cmd := "setsid bash -c 'echo up > up; exec sleep " + arg + "' </dev/null >/dev/null 2>&1 & until test -s up; do :; done; echo started"
+	r := run(ctx, t, l, cmd, policy(t))
+	if expectOK(t, r, "start a daemon"); r.stdout != "started\n" {
+		t.Fatalf("%+v", r)
+	}
+	tick := time.NewTicker(testutil.PollInterval)
+	defer tick.Stop()
+	for findProcess(t, "sleep\x00"+arg+"\x00") != 0 || findProcess(t, "bash\x00-c\x00echo up > up; exec sleep "+arg+"\x00") != 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the daemon outlived its command")
+		case <-tick.C:
+		}
+	}
+}
