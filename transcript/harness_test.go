@@ -47,7 +47,12 @@ type harness struct {
 	logPath   string
 	record    string
 	tracker   *tracker
-	exitSeen  bool // an expect_exit step checked the exit
+	// tokens are the DSH_TRANSCRIPT_RUN values of every binary started,
+	// in order (a restart starts another): what marks the scenario's
+	// processes in /proc.
+	tokens   []string
+	logCopy  *logCopier
+	exitSeen bool // an expect_exit step checked the exit
 
 	wire *wire
 	in   *teeWriter
@@ -57,7 +62,6 @@ type harness struct {
 	sessions map[string]string       // alias → session id
 	calls    map[string]*pendingCall // step id → request in flight
 	cursors  map[string]int          // await_update position per session
-	pidFiles map[string]bool         // pid files named by expect_gone steps
 
 	// permMu guards answers and asked: answers queued by permission steps
 	// and session/request_permission requests still waiting for one.
@@ -109,9 +113,8 @@ func start(t *testing.T, ctx context.Context, sc *scenario, root string) *harnes
 		sessions: map[string]string{},
 		calls:    map[string]*pendingCall{},
 		cursors:  map[string]int{},
-		pidFiles: map[string]bool{},
 	}
-	for _, d := range []string{"tmp", "home", "pids"} {
+	for _, d := range []string{"tmp", "home"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -139,6 +142,12 @@ func start(t *testing.T, ctx context.Context, sc *scenario, root string) *harnes
 		t.Fatal(err)
 	}
 	h.scriptPath = scriptPath
+	lc, err := startLogCopy(h.logPath, filepath.Join(root, logCopyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.logCopy = lc
+	t.Cleanup(lc.close)
 	if sc.models != nil {
 		// A real endpoint on 127.0.0.1 for the model list; the turns still
 		// come from the script.
@@ -164,6 +173,7 @@ func (h *harness) spawn() {
 	t, root, scriptPath, sc := h.t, h.root, h.scriptPath, h.sc
 	h.exited = make(chan struct{})
 	token := randomToken()
+	h.tokens = append(h.tokens, token)
 	// --sandbox off unless a scenario says otherwise: the modes a session
 	// offers must not depend on the kernel the goldens are run on.
 	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug", "--sandbox=off"}, append(sc.flags, h.extraFlags...)...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,4 +223,94 @@ func scanLoop(stop, done chan struct{}) {
 		case <-tick.C:
 		}
 	}
+}
+
+// A scenario names the processes it wants checked with a mark: a word its
+// command puts into their command lines — the shell has it in its
+// `bash -c` text, a child gets it as its name (`exec -a fg-job sleep 30`).
+// The harness finds them in the host's /proc whatever PID namespace they
+// run in (a pid a command prints is the namespace's, not the host's): a
+// process is the scenario's when it runs as the test's user and carries one
+// of the scenario's DSH_TRANSCRIPT_RUN tokens in its environment.
+
+// ourProc is a live process of the scenario found in /proc.
+type ourProc struct {
+	pid  int
+	argv []string
+}
+
+func (p ourProc) String() string {
+	return fmt.Sprintf("pid %d (%s)", p.pid, strings.Join(p.argv, " "))
+}
+
+// findProcs returns the live (not zombie) processes of the test's user
+// whose environment carries one of tokens and, when mark is not empty,
+// one of whose arguments holds mark as a word.
+func findProcs(tokens []string, mark string) []ourProc {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	uid := os.Getuid()
+	var out []ourProc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		// The command line first: readable for every process, and it rules
+		// out nearly all of them.
+		cmdline, err := os.ReadFile(dir + "/cmdline")
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+		if mark != "" && !slices.ContainsFunc(argv, func(a string) bool { return hasWord(a, mark) }) {
+			continue
+		}
+		if fi, err := os.Stat(dir); err != nil || !ownedBy(fi, uid) {
+			continue
+		}
+		if st, ok := readStat(pid); !ok || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		env, err := os.ReadFile(dir + "/environ")
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		env = append([]byte{0}, env...)
+		if !slices.ContainsFunc(tokens, func(t string) bool {
+			return bytes.Contains(env, []byte("\x00DSH_TRANSCRIPT_RUN="+t+"\x00"))
+		}) {
+			continue
+		}
+		out = append(out, ourProc{pid: pid, argv: argv})
+	}
+	return out
+}
+
+func ownedBy(fi os.FileInfo, uid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid
+}
+
+// hasWord reports whether s holds w with no letter, digit, '-' or '_' on
+// either side: the mark fg-job is not in fg-job2.
+func hasWord(s, w string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(w)
+		if (start == 0 || !wordByte(s[start-1])) && (end == len(s) || !wordByte(s[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func wordByte(c byte) bool {
+	return c == '-' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

@@ -62,8 +62,11 @@ type step struct {
 	Code    *int            `json:"code,omitempty"`
 	Path    string          `json:"path,omitempty"`
 	Content *string         `json:"content,omitempty"`
-	Pids    string          `json:"pids,omitempty"`
-	Equals  string          `json:"equals_cmd,omitempty"`
+	// Mark names processes by a word in their command lines (await_procs,
+	// expect_gone); Count is how many await_procs waits for (0 means 1).
+	Mark   string `json:"mark,omitempty"`
+	Count  int    `json:"count,omitempty"`
+	Equals string `json:"equals_cmd,omitempty"`
 	// MCPServers is new_session's mcpServers list; absent means [].
 	MCPServers json.RawMessage `json:"mcp_servers,omitempty"`
 }
@@ -119,6 +122,18 @@ func parseScenario(name string, data []byte, root string) (*scenario, error) {
 	if sc.script == nil || sc.steps == nil {
 		return nil, fmt.Errorf("%s: needs both script.jsonl and steps", name)
 	}
+	// A mark no command carries would make expect_gone hold vacuously.
+	for _, s := range sc.steps {
+		if s.Op != "await_procs" && s.Op != "expect_gone" {
+			continue
+		}
+		if s.Mark == "" {
+			return nil, fmt.Errorf("%s: %v needs a mark", name, s)
+		}
+		if !hasWord(string(sc.script), s.Mark) && !hasWord(string(sc.restartScript), s.Mark) {
+			return nil, fmt.Errorf("%s: %v: no command of the script carries the mark", name, s)
+		}
+	}
 	return sc, nil
 }
 
@@ -126,7 +141,7 @@ var knownOps = map[string]bool{
 	"initialize": true, "new_session": true, "set_mode": true, "prompt": true, "wait": true,
 	"cancel": true, "close_session": true, "await_update": true, "permission": true, "raw": true,
 	"request": true, "close_stdin": true, "expect_exit": true, "write_file": true, "wait_file": true,
-	"expect_no_file": true, "expect_gone": true, "check_spill": true, "restart": true, "tear": true, "wait_log": true,
+	"expect_no_file": true, "await_procs": true, "expect_gone": true, "check_spill": true, "restart": true, "tear": true, "wait_log": true,
 }
 
 func parseSteps(b []byte) ([]step, error) {

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -177,8 +176,10 @@ func (h *harness) do(s step) error {
 			return fmt.Errorf("%s exists (or cannot be checked: %v)", s.Path, err)
 		}
 		return nil
+	case "await_procs":
+		return h.awaitProcs(s.Mark, max(s.Count, 1))
 	case "expect_gone":
-		return h.expectGone(s.Pids)
+		return h.waitGone(s.Mark, goneTimeout)
 	case "check_spill":
 		return h.checkSpill(s.Equals)
 	case "restart":
@@ -381,42 +382,43 @@ func (h *harness) waitExit() error {
 	}
 }
 
-// readPids reads a pid file the scenario's commands wrote under $TMP/pids.
-func (h *harness) readPids(name string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(h.root, "pids", name))
+// awaitProcs waits until at least n of the scenario's live processes carry
+// mark.
+func (h *harness) awaitProcs(mark string, n int) error {
+	err := h.poll(func() bool { return len(findProcs(h.tokens, mark)) >= n })
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("waiting for %d processes marked %s, found %v: %w", n, mark, findProcs(h.tokens, mark), err)
 	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, fmt.Errorf("pid file %s: %w", name, err)
+	return nil
+}
+
+// waitGone waits until none of the scenario's processes carries mark, or,
+// with mark "", until none is left at all.
+func (h *harness) waitGone(mark string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		left := findProcs(h.tokens, mark)
+		if len(left) == 0 {
+			return nil
 		}
-		pids = append(pids, pid)
+		if time.Now().After(deadline) {
+			what := "marked " + mark
+			if mark == "" {
+				what = "of the scenario"
+			}
+			return fmt.Errorf("processes %s still running after %v: %v", what, within, left)
+		}
+		time.Sleep(pollInterval)
 	}
-	if len(pids) == 0 {
-		return nil, fmt.Errorf("pid file %s is empty", name)
-	}
-	return pids, nil
 }
 
-// expectGone waits until every pid in $TMP/pids/<name> is gone.
-func (h *harness) expectGone(name string) error {
-	pids, err := h.readPids(name)
-	if err != nil {
-		return err
-	}
-	h.pidFiles[name] = true
-	return h.waitGone(pids, nil, goneTimeout)
-}
-
-func (h *harness) waitGone(pids []int, starts map[int]uint64, within time.Duration) error {
+// waitPidsGone waits until every pid the tracker saw is gone.
+func (h *harness) waitPidsGone(seen map[int]procStat, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		var alive []string
-		for _, pid := range pids {
-			if h.tracker.alive(pid, starts[pid]) {
+		for pid, st := range seen {
+			if h.tracker.alive(pid, st.start) {
 				alive = append(alive, describePid(pid))
 			}
 		}
@@ -428,6 +430,29 @@ func (h *harness) waitGone(pids []int, starts map[int]uint64, within time.Durati
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// leftBehind checks, once the binary has exited, that nothing it started
+// is left: neither a process the tracker saw descend from it, nor any
+// process carrying the scenario's token (wherever it was re-parented, in
+// whatever PID namespace). Its executor waited for every group it started,
+// so only a zombie waiting to be reaped may still show.
+func (h *harness) leftBehind() error {
+	stopTracking(h.tracker)
+	seen := h.tracker.seenPids()
+	err := errors.Join(h.waitPidsGone(seen, exitGrace), h.waitGone("", exitGrace))
+	if err == nil {
+		return nil
+	}
+	for pid, st := range seen {
+		if h.tracker.alive(pid, st.start) {
+			_ = killPid(pid)
+		}
+	}
+	for _, p := range findProcs(h.tokens, "") {
+		_ = killPid(p.pid)
+	}
+	return err
 }
 
 // checkSpill checks the spill files named by the latest finished tool call
@@ -506,15 +531,8 @@ func (h *harness) restart() error {
 		return errors.New("the client did not see stdout close")
 	}
 	h.conn.Close()
-	stopTracking(h.tracker)
-	var pids []int
-	starts := map[int]uint64{}
-	for pid, st := range h.tracker.seenPids() {
-		pids = append(pids, pid)
-		starts[pid] = st.start
-	}
-	if err := h.waitGone(pids, starts, exitGrace); err != nil {
-		return fmt.Errorf("processes left behind by the first process: %w", err)
+	if err := h.leftBehind(); err != nil {
+		return fmt.Errorf("left behind by the first process: %w", err)
 	}
 	if h.sc.restartScript != nil {
 		h.scriptPath = filepath.Join(h.root, "restart.jsonl")
@@ -547,38 +565,10 @@ func (h *harness) finish() []error {
 	}
 	h.conn.Close()
 
-	stopTracking(h.tracker)
-	seen := h.tracker.seenPids()
-	var pids []int
-	starts := map[int]uint64{}
-	for pid, st := range seen {
-		pids = append(pids, pid)
-		starts[pid] = st.start
+	if err := h.leftBehind(); err != nil {
+		errs = append(errs, fmt.Errorf("left behind: %w", err))
 	}
-	ents, _ := os.ReadDir(filepath.Join(h.root, "pids"))
-	for _, e := range ents {
-		more, err := h.readPids(e.Name())
-		if err != nil && !h.pidFiles[e.Name()] {
-			// A command killed before it wrote its pid leaves an empty file;
-			// the scanner saw the process anyway.
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		pids = append(pids, more...)
-	}
-	// The binary has exited: its executor waited for every group it
-	// started, so only a zombie waiting to be reaped may still show.
-	if err := h.waitGone(pids, starts, exitGrace); err != nil {
-		errs = append(errs, fmt.Errorf("processes left behind: %w", err))
-		for _, pid := range pids {
-			if h.tracker.alive(pid, starts[pid]) {
-				_ = killPid(pid)
-			}
-		}
-	}
+	h.logCopy.close()
 	return errs
 }
 
