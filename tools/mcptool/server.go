@@ -328,19 +328,30 @@ func (v *server) settle(kind NoticeKind, err error) {
 	v.defs = nil
 	v.mu.Unlock()
 	close(v.gone)
-	if !wasReady {
-		close(v.started)
-	} else {
-		v.s.rebuild()
-	}
 	if closing || kind == 0 {
+		if !wasReady {
+			close(v.started)
+		} else {
+			v.s.rebuild()
+		}
 		return
 	}
 	n := Notice{Server: v.cfg.Name, Kind: kind, Err: err}
 	v.log.Warn("mcp server unavailable", zap.String("notice", n.Message()))
-	if wasReady {
-		v.changed()
+	if !wasReady {
+		// Told before started closes: whoever waited for the start (a
+		// turn) finds the notice already queued, not in the middle of
+		// its answer.
+		v.notify(n)
+		close(v.started)
+		return
 	}
+	v.s.rebuild()
+	v.changed()
+	v.notify(n)
+}
+
+func (v *server) notify(n Notice) {
 	if f := v.s.opts.OnNotice; f != nil {
 		f(n)
 	}
