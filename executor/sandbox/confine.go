@@ -40,6 +40,7 @@ type Confiner struct {
 	root    string                 // parent of the session dirs, made on first need
 	dirs    map[string]*SessionDir // owner → its temporary directory
 	zygotes map[string]keeper      // owner and policy → its zygote (Linux)
+	retired int                    // zygotes retired so far: their keys
 	closed  bool
 }
 

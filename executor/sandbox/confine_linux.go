@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
@@ -16,23 +18,29 @@ func (c *Confiner) start(owner string, p Policy, command string, env []string, s
 		return nil, err
 	}
 	key := owner + "\x00" + string(b)
-	c.mu.Lock()
-	z, _ := c.zygotes[key].(*Zygote)
-	c.mu.Unlock()
-	if z == nil || !z.alive() {
-		old := z
-		if z, err = c.newZygote(key, p, old); err != nil {
-			return nil, err
+	for range 3 {
+		c.mu.Lock()
+		z, _ := c.zygotes[key].(*Zygote)
+		c.mu.Unlock()
+		if z == nil || !z.usable() {
+			if z, err = c.newZygote(key, p, z); err != nil {
+				return nil, err
+			}
 		}
-		if old != nil && old != z {
-			_ = old.Close() // dead already: this reaps it
+		pr, err := z.Start(command, env, stdout, stderr)
+		if err == nil || z.usable() {
+			return pr, err
 		}
+		// It died or was retired as the command reached it: once more, in
+		// the next one.
 	}
-	return z.Start(command, env, stdout, stderr)
+	return nil, errors.New("sandbox helper: no zygote would take the command")
 }
 
-// newZygote replaces old (nil, or dead) as key's zygote, unless another
-// command already did.
+// newZygote replaces old (nil, dead or stale) as key's zygote, unless
+// another command already did. The old one is retired: it ends with its
+// last command, and stays in the map (under a key of its own) for Release
+// and Close to find meanwhile.
 func (c *Confiner) newZygote(key string, p Policy, old *Zygote) (*Zygote, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -41,6 +49,16 @@ func (c *Confiner) newZygote(key string, p Policy, old *Zygote) (*Zygote, error)
 	}
 	if z, _ := c.zygotes[key].(*Zygote); z != old {
 		return z, nil
+	}
+	for k, v := range c.zygotes {
+		if z, ok := v.(*Zygote); ok && z.ended() && strings.Contains(k, "\x00retired\x00") {
+			delete(c.zygotes, k) // reaped already (see Zygote.read)
+		}
+	}
+	if old != nil {
+		old.retire()
+		c.retired++
+		c.zygotes[key+"\x00retired\x00"+strconv.Itoa(c.retired)] = old
 	}
 	// Started under the lock: concurrent first commands of a session get
 	// one zygote, not one each. Starting costs one fork and exec.

@@ -219,3 +219,16 @@ func expectDenied(t *testing.T, r result, what string) {
 		t.Errorf("%s: want exit 1 with Permission denied, got exit %d sig %v, stderr %q", what, r.code, r.sig, r.stderr)
 	}
 }
+
+// expectHidden: a path covered by a mount (see hideDenied) fails as a
+// missing, unopenable or read-only one.
+func expectHidden(t *testing.T, r result, what string) {
+	t.Helper()
+	hidden := false
+	for _, msg := range []string{"Permission denied", "No such file", "Read-only file system"} {
+		hidden = hidden || strings.Contains(r.stderr, msg)
+	}
+	if r.code != 1 || !hidden || r.stdout != "" {
+		t.Errorf("%s: want exit 1 with the path hidden, got exit %d sig %v, stdout %q stderr %q", what, r.code, r.sig, r.stdout, r.stderr)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -67,17 +69,21 @@ func restrictThread(w wirePolicy, hidden map[string]bool) error {
 // fsRules turns p into Landlock rules: read-only trees, write trees and
 // devices, each descended around the denied paths, since Landlock only
 // grants (a grant on / cannot exclude one directory beneath it). Denied
-// paths in hidden are already covered by a mount (see hideDenied) and do
-// not split the write trees.
+// paths in hidden are already covered by a mount (see hideDenied) and need
+// no descent.
 func fsRules(p Policy, hidden map[string]bool) []landlock.Rule {
-	deny := resolveAll(p.Deny)
-	var writeDeny []string
-	for _, d := range deny {
+	return buildRules(p, hidden).rules(p)
+}
+
+// buildRules sorts p's paths by the rights they get.
+func buildRules(p Policy, hidden map[string]bool) *ruleSet {
+	var deny []string
+	for _, d := range resolveAll(p.Deny) {
 		if !hidden[d] {
-			writeDeny = append(writeDeny, d)
+			deny = append(deny, d)
 		}
 	}
-	var r ruleSet
+	r := new(ruleSet)
 	read := p.Read
 	if len(read) == 0 {
 		read = []string{"/"}
@@ -89,8 +95,18 @@ func fsRules(p Policy, hidden map[string]bool) []landlock.Rule {
 	}
 	write := append([]string{p.Workdir, p.TempDir}, p.Write...)
 	for _, root := range resolveAll(write) {
-		r.grant(root, writeDeny, true, true)
+		r.grant(root, deny, true, true)
 	}
+	return r
+}
+
+// descended lists the directories whose entries became rules one by one:
+// an entry made there later has no rule.
+func (r *ruleSet) descended() []string {
+	return append(append([]string{}, r.roList...), r.rwList...)
+}
+
+func (r *ruleSet) rules(p Policy) []landlock.Rule {
 	// Entries vanish between the listing and the ruleset (a shared /tmp):
 	// a missing path has nothing to grant.
 	ro := landlock.RODirs(r.roDirs...)
@@ -204,37 +220,145 @@ func resolveAll(paths []string) []string {
 	return out
 }
 
-// hideDenied covers, inside the command's mount namespace, each denied path
-// that lies within a write tree: Landlock could only keep it out by
-// withholding file rights from every directory on the way, which would
-// also forbid writing new files there (cwd = $HOME holding the agent's
-// state). A denied directory gets an empty read-only tmpfs, a denied file a
-// read-only /dev/null. Landlock then forbids undoing the mounts. It returns
-// the paths covered.
+// hideDenied covers, inside the zygote's mount namespace, every denied
+// path: a denied directory gets an empty read-only tmpfs, a denied file a
+// read-only /dev/null. Landlock then needs no descent around them (see
+// fsRules), which would both list the names beside them and freeze that
+// listing for the zygote's life: an entry made later in /tmp or $HOME
+// would be unreadable to the session. What the policy keeps inside a
+// denied directory (the session's own temporary directory and spill
+// files) is bound back into the tmpfs, from a descriptor opened before it
+// was covered. Commands have no capabilities and Landlock forbids them
+// mount operations, so none can be undone. It returns the paths covered.
 func hideDenied(p Policy) (map[string]bool, error) {
-	write := resolveAll(append([]string{p.Workdir, p.TempDir}, p.Write...))
+	keep := resolveAll(append(append([]string{p.Workdir, p.TempDir}, p.Write...), p.Read...))
+	deny := resolveAll(p.Deny)
+	// Outer paths first: an inner one is then gone (nothing to hide) unless
+	// it lies in something bound back, whose view it must not reveal.
+	slices.SortFunc(deny, func(a, b string) int { return len(a) - len(b) })
 	hidden := make(map[string]bool)
-	for _, d := range resolveAll(p.Deny) {
-		inWrite := false
-		for _, w := range write {
-			inWrite = inWrite || within(d, w)
-		}
+	var files []string
+	blank := "" // an empty file nobody may open, in the first tmpfs
+	for _, d := range deny {
 		fi, err := os.Stat(d)
-		if !inWrite || err != nil {
+		if err != nil {
 			continue
 		}
-		if fi.IsDir() {
-			err = unix.Mount("tmpfs", d, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=000")
-		} else {
-			err = unix.Mount("/dev/null", d, "", unix.MS_BIND, "")
-			if err == nil {
-				err = unix.Mount("", d, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+		if !fi.IsDir() {
+			files = append(files, d)
+			continue
+		}
+		var inside []string
+		for _, k := range keep {
+			if within(k, d) {
+				inside = append(inside, k)
 			}
 		}
+		b, err := hideDir(d, inside, blank == "")
 		if err != nil {
-			return nil, fmt.Errorf("hide %s: %w", d, err)
+			return nil, err
+		}
+		if b != "" {
+			blank = b
 		}
 		hidden[d] = true
 	}
+	for _, f := range files {
+		if err := hideFile(f, blank); err != nil {
+			return nil, err
+		}
+		hidden[f] = true
+	}
 	return hidden, nil
+}
+
+// blankName is the file hideDir makes for hideFile: mode 000, so that a
+// denied file reads as one ("Permission denied"), not as an empty one.
+const blankName = ".dsh-acp-denied"
+
+// hideFile covers path with blank (or, without one, a read-only /dev/null).
+func hideFile(path, blank string) error {
+	if blank != "" {
+		if err := unix.Mount(blank, path, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("hide %s: %w", path, err)
+		}
+		return nil
+	}
+	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("hide %s: %w", path, err)
+	}
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("hide %s: %w", path, err)
+	}
+	return nil
+}
+
+// hideDir covers dir with a tmpfs and binds each path of keep (inside dir)
+// back at its place. With makeBlank it also leaves the blank file there
+// and returns its path.
+func hideDir(dir string, keep []string, makeBlank bool) (blank string, err error) {
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			_ = unix.Close(fd)
+		}
+	}()
+	var kept []string
+	for _, k := range keep {
+		fd, err := unix.Open(k, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone: nothing to keep
+		}
+		fds = append(fds, fd)
+		kept = append(kept, k)
+	}
+	// Without anything to keep nobody may even enter it; with, the way to
+	// what is kept must be walkable (and shows only its names).
+	mode := os.FileMode(0)
+	if len(kept) > 0 {
+		mode = 0o711
+	}
+	// Made 0700 for the zygote to fill (it may have no capability to
+	// override a mode), then given its mode.
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "size=64k,mode=700"); err != nil {
+		return "", fmt.Errorf("hide %s: %w", dir, err)
+	}
+	for i, k := range kept {
+		var st unix.Stat_t
+		if err := unix.Fstat(fds[i], &st); err != nil {
+			return "", fmt.Errorf("keep %s: %w", k, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(k), 0o711); err != nil {
+			return "", fmt.Errorf("keep %s: %w", k, err)
+		}
+		var err error
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			err = os.Mkdir(k, 0o700)
+		} else {
+			err = os.WriteFile(k, nil, 0o600)
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("keep %s: %w", k, err)
+		}
+		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(fds[i]), k, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return "", fmt.Errorf("keep %s: %w", k, err)
+		}
+	}
+	if makeBlank {
+		blank = filepath.Join(dir, blankName)
+		if err := os.WriteFile(blank, nil, 0); err != nil {
+			return "", fmt.Errorf("hide %s: %w", dir, err)
+		}
+		if err := os.Chmod(blank, 0); err != nil {
+			return "", fmt.Errorf("hide %s: %w", dir, err)
+		}
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		return "", fmt.Errorf("hide %s: %w", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, ""); err != nil {
+		return "", fmt.Errorf("hide %s: %w", dir, err)
+	}
+	return blank, nil
 }

@@ -303,10 +303,23 @@ func TestDeny(t *testing.T) {
 			mk(inCwd, "secret in cwd\n")
 			p.Read = []string{"/", filepath.Join(state, "spill", "own")}
 			p.Deny = []string{filepath.Join(state, "store"), filepath.Join(state, "agent.log"), filepath.Join(state, "spill"), filepath.Dir(inCwd)}
-			for _, path := range []string{"store/session.jsonl", "agent.log", "spill/other/out"} {
-				expectDenied(t, run(ctx, t, l, "cat "+filepath.Join(state, path), p), "read "+path)
+			// With namespaces a mount covers each denied path: what is inside
+			// is gone, a denied file cannot be opened, nothing can be written.
+			denied := expectDenied
+			if !m.nons {
+				denied = expectHidden
 			}
-			expectDenied(t, run(ctx, t, l, "echo x >> "+filepath.Join(state, "agent.log"), p), "append to the log")
+			for _, path := range []string{"store/session.jsonl", "agent.log", "spill/other/out"} {
+				denied(t, run(ctx, t, l, "cat "+filepath.Join(state, path), p), "read "+path)
+			}
+			denied(t, run(ctx, t, l, "echo x >> "+filepath.Join(state, "agent.log"), p), "append to the log")
+			if !m.nons {
+				// Not even the names beside the session's own spill files.
+				r := run(ctx, t, l, "ls -a "+filepath.Join(state, "spill"), p)
+				if expectOK(t, r, "list the spill dir"); r.stdout != ".\n..\nown\n" {
+					t.Errorf("spill dir lists %q", r.stdout)
+				}
+			}
 			// Inside a writable tree: with namespaces a mount hides the
 			// denied path (an empty read-only directory nobody may enter,
 			// root included: sandboxed commands have no capabilities);

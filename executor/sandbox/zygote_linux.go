@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -79,12 +80,19 @@ type Zygote struct {
 	ns   bool
 	done chan struct{} // closed when the reader returned
 
+	// watch are the directories whose entries the Landlock rules name one
+	// by one (Landlock alone, see ruleSet.descended), with their mtimes
+	// when the rules were made: once one changed, the rules miss an entry.
+	watch   map[string]time.Time
+	waitErr error // the zygote's exit, set before done is closed
+
 	// mu guards the fields below.
-	mu     sync.Mutex
-	next   uint64
-	starts map[uint64]chan startReply
-	procs  map[uint64]*zproc
-	err    error // why the zygote is gone; nil while it serves
+	mu      sync.Mutex
+	next    uint64
+	starts  map[uint64]chan startReply
+	procs   map[uint64]*zproc
+	err     error // why the zygote is gone; nil while it serves
+	retired bool  // takes no new command; ends when its last one has
 }
 
 type startReply struct {
@@ -125,6 +133,17 @@ func (l *Launcher) Zygote(p Policy) (*Zygote, error) {
 	}
 	attr := &syscall.SysProcAttr{Setsid: true}
 	ns := l.Namespaces()
+	var watch map[string]time.Time
+	if !ns {
+		// Stat before the zygote lists them: a change in between shows as
+		// one at the next command, never goes unseen.
+		watch = map[string]time.Time{}
+		for _, d := range buildRules(p, nil).descended() {
+			if fi, err := os.Stat(d); err == nil {
+				watch[d] = fi.ModTime()
+			}
+		}
+	}
 	if ns {
 		uid, gid := os.Getuid(), os.Getgid()
 		flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS)
@@ -160,6 +179,7 @@ func (l *Launcher) Zygote(p Policy) (*Zygote, error) {
 		cmd:    cmd,
 		conn:   fc.(*net.UnixConn),
 		ns:     ns,
+		watch:  watch,
 		done:   make(chan struct{}),
 		starts: map[uint64]chan startReply{},
 		procs:  map[uint64]*zproc{},
@@ -191,6 +211,10 @@ func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (e
 		z.mu.Unlock()
 		return nil, z.err
 	}
+	if z.retired {
+		z.mu.Unlock()
+		return nil, errors.New("sandbox helper retired")
+	}
 	z.next++
 	id := z.next
 	reply := make(chan startReply, 1)
@@ -212,17 +236,60 @@ func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (e
 	return r.proc, nil
 }
 
-// alive reports whether the zygote still serves.
-func (z *Zygote) alive() bool {
+// usable reports whether the zygote still serves and its rules still
+// cover every entry of the directories they descend.
+func (z *Zygote) usable() bool {
+	z.mu.Lock()
+	ok := z.err == nil && !z.retired
+	z.mu.Unlock()
+	if !ok {
+		return false
+	}
+	for d, mtime := range z.watch {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.ModTime().Equal(mtime) {
+			return false
+		}
+	}
+	return true
+}
+
+// ended reports whether the zygote has exited and been reaped.
+func (z *Zygote) ended() bool {
+	select {
+	case <-z.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// retire takes the zygote out of service: it takes no new command and
+// ends once its last command has (commands of a zygote without namespaces
+// outlive it, but their end is reported only by it).
+func (z *Zygote) retire() {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	return z.err == nil
+	z.retired = true
+	z.endIfIdle()
+}
+
+// endIfIdle closes a retired zygote's socket once nothing is pending; the
+// reader then sees EOF and reaps it. z.mu must be held.
+func (z *Zygote) endIfIdle() {
+	if z.retired && len(z.starts) == 0 && len(z.procs) == 0 {
+		_ = z.conn.Close()
+	}
 }
 
 // read dispatches the zygote's replies until its socket closes, then fails
 // what is still pending.
 func (z *Zygote) read() {
 	defer close(z.done)
+	defer func() {
+		// The socket's end is the zygote's: it has exited or is exiting.
+		z.waitErr = z.cmd.Wait()
+	}()
 	buf := make([]byte, maxMsg)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	err := errors.New("sandbox helper exited")
@@ -269,6 +336,7 @@ func (z *Zygote) dispatch(m zygoteMsg) {
 		if p := z.procs[m.ID]; p != nil {
 			delete(z.procs, m.ID)
 			p.end(syscall.WaitStatus(m.Status), nil)
+			z.endIfIdle()
 		}
 	case m.Err != "" || m.Pid > 0:
 		reply := z.starts[m.ID]
@@ -278,6 +346,7 @@ func (z *Zygote) dispatch(m zygoteMsg) {
 		delete(z.starts, m.ID)
 		if m.Err != "" || m.Pid <= 0 {
 			reply <- startReply{err: fmt.Errorf("sandbox helper: %s", orDefault(m.Err, "no pid"))}
+			z.endIfIdle()
 			return
 		}
 		p := &zproc{pid: m.Pid, done: make(chan struct{})}
@@ -321,7 +390,7 @@ func (z *Zygote) fail(err error) {
 func (z *Zygote) Close() error {
 	_ = z.conn.Close()
 	<-z.done
-	err := z.cmd.Wait()
+	err := z.waitErr
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		// Its exit status says nothing the agent needs; a failure to set

@@ -143,3 +143,64 @@ func TestDaemonGoneAtExit(t *testing.T) {
 		}
 	}
 }
+
+// An entry made, after the session's first command, beside a denied path
+// is readable by its next command: the rules of a zygote that name such a
+// directory's entries one by one are remade (Landlock alone), or there is
+// no such directory (namespaces cover each denied path with a mount).
+func TestNewEntriesReadable(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			l := launcher(t, m)
+			parent := t.TempDir()
+			if err := os.Mkdir(parent+"/denied", 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir(), Deny: []string{parent + "/denied"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			work := t.TempDir()
+			run := func(command string) (string, syscall.WaitStatus) {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: work, Owner: "s"}, Stdout: w, Stderr: w})
+				_ = w.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out strings.Builder
+				buf := make([]byte, 512)
+				for {
+					n, err := r.Read(buf)
+					out.Write(buf[:n])
+					if err != nil {
+						break
+					}
+				}
+				ws, err := pr.Wait()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out.String(), ws
+			}
+			if out, ws := run("cat " + parent + "/denied/x 2>&1; ls " + parent); ws.ExitStatus() != 0 || strings.Contains(out, "new") {
+				t.Fatalf("first command: %q %v", out, ws)
+			}
+			if err := os.WriteFile(parent+"/new", []byte("fresh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, ws := run("cat " + parent + "/new"); ws.ExitStatus() != 0 || out != "fresh\n" {
+				t.Errorf("an entry made after the first command: %q %v", out, ws)
+			}
+			if out, ws := run("cat " + parent + "/denied/x"); ws.ExitStatus() == 0 {
+				t.Errorf("the denied path after the rules were remade: %q", out)
+			}
+		})
+	}
+}
