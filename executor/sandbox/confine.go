@@ -26,6 +26,24 @@ type ConfinerOptions struct {
 	Deny []string
 	// Network lets commands use the network (--sandbox-network).
 	Network bool
+	// IPC lists where the host's local services keep their unix sockets
+	// (see DefaultIPC; nil means it). With namespaces and without Network
+	// they are covered like Deny: a pathname socket is a file, outside the
+	// network namespace's reach, and Landlock controls connecting to one
+	// only from ABI 9 (a session bus is systemd-run --user away from an
+	// unconfined command; Docker's socket from root).
+	IPC []string
+}
+
+// DefaultIPC is where the usual local services listen: the user's runtime
+// directory (session bus, systemd, podman, ssh and gpg agents, Wayland),
+// the system bus, Docker's and podman's sockets, X11's.
+func DefaultIPC() []string {
+	run := os.Getenv("XDG_RUNTIME_DIR")
+	if run == "" {
+		run = fmt.Sprintf("/run/user/%d", os.Getuid())
+	}
+	return []string{run, "/run/dbus", "/var/run/dbus", "/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd", "/tmp/.X11-unix"}
 }
 
 // Confiner is the executor's Confiner over a Launcher: each command's
@@ -102,6 +120,13 @@ func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
 		// these two; the command's own are re-opened inside them (its
 		// temporary directory as a write tree, its spill files by Read).
 		Deny: append([]string{x.PrivateDir, root}, c.opts.Deny...),
+	}
+	if !c.opts.Network && c.opts.Launcher.Namespaces() {
+		ipc := c.opts.IPC
+		if ipc == nil {
+			ipc = DefaultIPC()
+		}
+		p.Deny = append(p.Deny, ipc...)
 	}
 	read := c.opts.Read
 	if len(read) == 0 {

@@ -2,6 +2,8 @@ package sandbox_test
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -202,5 +204,65 @@ func TestNewEntriesReadable(t *testing.T) {
 				t.Errorf("the denied path after the rules were remade: %q", out)
 			}
 		})
+	}
+}
+
+// With namespaces and no network, the usual local services' sockets are
+// covered: a pathname unix socket is a file, which neither the network
+// namespace nor Landlock before ABI 9 keeps a command from connecting to.
+func TestIPCHidden(t *testing.T) {
+	if a := probe(); !a.UserNS || !a.PIDNS {
+		t.Skip("no namespaces here")
+	}
+	l := launcher(t, mode{name: "namespaces"})
+	dir := t.TempDir()
+	sock := dir + "/bus"
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	defer func() { _ = ln.Close(); <-done }()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := fmt.Sprintf("%s=dial %q -test.run=^$ %q", testutil.ChildEnv, self, sock)
+	for _, network := range []bool{false, true} {
+		c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir(), Network: network, IPC: []string{dir}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: dial, Workdir: t.TempDir(), Owner: "s"}, Env: os.Environ(), Stdout: w, Stderr: w})
+		_ = w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(r)
+		_ = r.Close()
+		ws, err := pr.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ws.ExitStatus() == 0; got != network {
+			t.Errorf("network %v: connected %v, want %v (%s)", network, got, network, out)
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }
