@@ -18,7 +18,8 @@ func (c *Confiner) start(owner string, p Policy, command string, env []string, s
 		return nil, err
 	}
 	key := owner + "\x00" + string(b)
-	for range 3 {
+	var last error
+	for range 2 {
 		c.mu.Lock()
 		z, _ := c.zygotes[key].(*Zygote)
 		c.mu.Unlock()
@@ -28,13 +29,15 @@ func (c *Confiner) start(owner string, p Policy, command string, env []string, s
 			}
 		}
 		pr, err := z.Start(command, env, stdout, stderr)
-		if err == nil || z.usable() {
+		if err == nil || !z.retiredNow() {
+			// A zygote that could not set up fails the command with its
+			// reason; only one retired as the command reached it (another
+			// command found its rules stale) is worth one more try.
 			return pr, err
 		}
-		// It died or was retired as the command reached it: once more, in
-		// the next one.
+		last = err
 	}
-	return nil, errors.New("sandbox helper: no zygote would take the command")
+	return nil, last
 }
 
 // newZygote replaces old (nil, dead or stale) as key's zygote, unless

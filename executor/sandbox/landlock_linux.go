@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -235,7 +237,10 @@ func hideDenied(p Policy) (map[string]bool, error) {
 	deny := resolveAll(p.Deny)
 	// Outer paths first: an inner one is then gone (nothing to hide) unless
 	// it lies in something bound back, whose view it must not reveal.
-	slices.SortFunc(deny, func(a, b string) int { return len(a) - len(b) })
+	// (A path named twice, say /var/run/dbus and /run/dbus, is covered
+	// once: a second mount would cover the first's blank file.)
+	slices.SortFunc(deny, func(a, b string) int { return cmp.Or(len(a)-len(b), strings.Compare(a, b)) })
+	deny = slices.Compact(deny)
 	hidden := make(map[string]bool)
 	var files []string
 	blank := "" // an empty file nobody may open, in the first tmpfs

@@ -302,7 +302,11 @@ func TestDeny(t *testing.T) {
 			inCwd := filepath.Join(p.Workdir, ".state", "secret")
 			mk(inCwd, "secret in cwd\n")
 			p.Read = []string{"/", filepath.Join(state, "spill", "own")}
-			p.Deny = []string{filepath.Join(state, "store"), filepath.Join(state, "agent.log"), filepath.Join(state, "spill"), filepath.Dir(inCwd)}
+			// The store twice, as a link too (as /var/run/dbus is /run/dbus).
+			if err := os.Symlink(filepath.Join(state, "store"), filepath.Join(state, "store-link")); err != nil {
+				t.Fatal(err)
+			}
+			p.Deny = []string{filepath.Join(state, "store"), filepath.Join(state, "store-link"), filepath.Join(state, "agent.log"), filepath.Join(state, "spill"), filepath.Dir(inCwd)}
 			// With namespaces a mount covers each denied path: what is inside
 			// is gone, a denied file cannot be opened, nothing can be written.
 			denied := expectDenied
