@@ -259,7 +259,8 @@ func hideDenied(p Policy) (map[string]bool, error) {
 				inside = append(inside, k)
 			}
 		}
-		b, err := hideDir(d, inside, blank == "")
+		// The blank file goes where nothing is kept, so nobody can list it.
+		b, err := hideDir(d, inside, blank == "" && len(inside) == 0)
 		if err != nil {
 			return nil, err
 		}
