@@ -3,19 +3,21 @@
 // it may read (everything but the agent's own files, or a narrower list) and
 // whether it may use the network.
 //
-// On Linux the agent re-executes its own binary as a hidden helper (see
-// HelperMain) that applies Landlock just before it starts bash, never in the
-// agent itself. Where unprivileged user namespaces work, the helper also puts
-// the command in fresh PID, mount and network namespaces, so nothing the
-// command starts outlives it and /proc shows only the command's processes.
-// The helper takes its policy from an inherited pipe (fd 3 in the helper),
-// never from the command line, and closes it before bash starts.
+// On Linux each session's commands are forked by its zygote (see Zygote):
+// the agent's own binary, re-executed once per session in a hidden mode
+// (see HelperMain), whose spawning thread carries the Landlock domain;
+// Landlock is never applied in the agent itself. Where unprivileged user
+// namespaces work, the zygote is pid 1 of the session's own user, PID,
+// mount and network namespaces, so nothing a command starts outlives the
+// session and /proc shows only the session's processes. The zygote takes
+// its policy from an inherited pipe (fd 3), never from a command line, and
+// its commands from a socket no command inherits.
 //
 // On macOS the command runs under sandbox-exec with a Seatbelt profile
 // generated from the same policy (see Profile).
 //
-// The package only says how to start a confined command (Launcher.Command);
-// the executor starts, signals and waits for it like any other process.
+// The package starts confined commands (Confiner, an executor.Confiner);
+// the executor signals, times out and ends them like any other.
 package sandbox
 
 import (
