@@ -396,6 +396,12 @@ func (z *Zygote) fail(err error) {
 // and waits for it.
 func (z *Zygote) Close() error {
 	_ = z.conn.Close()
+	// Killed rather than left to see EOF: a command can stop its zygote
+	// (tgkill on the spawning thread, which shares its Landlock domain), and
+	// a stopped zygote would never exit. Its end is the same either way:
+	// with namespaces pid 1 takes them along, without them the commands
+	// go by their groups (see fail).
+	_ = z.cmd.Process.Kill()
 	<-z.done
 	err := z.waitErr
 	var ee *exec.ExitError
