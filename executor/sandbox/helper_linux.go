@@ -73,9 +73,20 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// stopSignals would end the zygote by their default action; it swallows
-// them (a handler, not SIG_IGN, which bash would inherit).
-var stopSignals = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE}
+// caught are the signals whose default action (or the Go runtime's)
+// would end or stop the zygote; it catches them (a handler, not SIG_IGN,
+// which bash would inherit) and drops them. SIGCHLD is the reaper's.
+var caught = func() []os.Signal {
+	var out []os.Signal
+	for s := unix.Signal(1); s <= 31; s++ {
+		switch s {
+		case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD:
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}()
 
 func zygoteMain() int {
 	// The main thread, the one /proc/PID and kill(PID) name, stays
@@ -90,7 +101,7 @@ func zygoteMain() int {
 		return HelperFailed
 	}
 	quiet := make(chan os.Signal, 1)
-	signal.Notify(quiet, stopSignals...)
+	signal.Notify(quiet, caught...)
 	go func() {
 		for range quiet {
 		}
@@ -119,6 +130,9 @@ func zygoteMain() int {
 			return z.fatal(fmt.Errorf("mount /proc: %w", err))
 		}
 		if hidden, err = hideDenied(w.Policy); err != nil {
+			return z.fatal(err)
+		}
+		if err := readOnlyMounts(w.Policy); err != nil {
 			return z.fatal(err)
 		}
 	}
@@ -191,46 +205,55 @@ func rights(oob []byte) []*os.File {
 	return out
 }
 
-// spawner confines its own thread once and forks every command from it:
-// Landlock, no_new_privs and the capability sets are per thread, and a
-// child inherits the forking thread's. All of a session's commands share
-// one Landlock domain, so they may signal each other's processes (a later
-// command's `kill %1`-style cleanup) and nothing outside it.
+// spawner forks the commands from confined threads: Landlock,
+// no_new_privs and the capability sets are per thread, and a child
+// inherits the forking thread's.
+//
+// With namespaces one thread is confined once and forks every command, so
+// a session's commands share one domain. Without, each command is forked
+// from a fresh thread confined for it alone and ended right after the
+// fork: signal scoping is what keeps a command from signalling processes
+// outside the sandbox there, and it would let a command stop or kill a
+// forking thread of its own domain, and with it the zygote. (With
+// namespaces the kernel ignores SIGKILL and SIGSTOP sent to pid 1 from
+// inside, and the zygote catches every other signal.)
 func (z *zygoteServer) spawner(w wirePolicy, hidden map[string]bool, reqs <-chan zygoteRequest, ready chan<- error) {
-	// Never unlocked: the thread is confined for good, and must not run
-	// anything else.
-	runtime.LockOSThread()
-	if err := restrictThread(w, hidden); err != nil {
+	rs, err := newRuleset(w, hidden)
+	if err != nil {
 		ready <- err
 		return
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		ready <- fmt.Errorf("clear capabilities: %w", err)
+	if !w.Namespaces {
+		ready <- nil
+		for r := range reqs {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				// Never unlocked: the thread ends with this goroutine.
+				runtime.LockOSThread()
+				if err := rs.restrict(); err != nil {
+					r.close()
+					z.send(zygoteMsg{ID: r.id, Err: err.Error()}, nil)
+					return
+				}
+				z.spawn(w, r)
+			}()
+			<-done
+		}
 		return
 	}
-	if os.Getuid() == 0 {
-		if err := dropBounding(); err != nil {
-			ready <- err
-			return
-		}
+	// Never unlocked: the thread is confined for good, and must not run
+	// anything else.
+	runtime.LockOSThread()
+	if err := rs.restrict(); err != nil {
+		ready <- err
+		return
 	}
+	_ = unix.Close(rs.fd)
 	ready <- nil
 	for r := range reqs {
 		z.spawn(w, r)
 	}
-}
-
-// dropBounding empties the calling thread's capability bounding set, so
-// that a shell it starts as root gets no capability at exec: it could
-// otherwise ptrace the zygote (CAP_SYS_PTRACE overrides non-dumpable) or
-// undo its mounts.
-func dropBounding() error {
-	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("drop capability %d: %w", c, err)
-		}
-	}
-	return nil
 }
 
 // maxPayload bounds a command's memfd: its text is one argument of

@@ -32,38 +32,70 @@ const (
 		ll.AccessFSMakeSym | ll.AccessFSRefer)
 )
 
-// restrictThread confines the calling thread, which the caller has locked
-// (runtime.LockOSThread) and must never unlock, to w with Landlock, in
-// best-effort mode down to the kernel's ABI. Probe has already refused a
-// kernel without Landlock; this refuses again rather than run bash
-// unconfined.
-//
-// Only this thread: bash is started (or exec'd) from it and inherits its
-// domain. Confining every thread would give each its own domain on kernels
-// before ABI 8 (one landlock_restrict_self per thread), and then init's
-// signal-forwarding thread could not signal bash (ScopeSignal).
-func restrictThread(w wirePolicy, hidden map[string]bool) error {
+// ruleset is a Landlock ruleset built once, to confine threads with.
+type ruleset struct {
+	fd    int
+	flags uint32
+}
+
+// newRuleset builds w's ruleset, in best-effort mode down to the kernel's
+// ABI. Probe has already refused a kernel without Landlock; this refuses
+// again rather than run bash unconfined. Signal scoping is left out where
+// the commands have a PID namespace of their own: there they cannot name
+// a process outside it anyway, and commands confined by separate
+// restrictions could not signal one another (a later command's `kill` of
+// what an earlier one started).
+func newRuleset(w wirePolicy, hidden map[string]bool) (ruleset, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		return fmt.Errorf("landlock unavailable (abi %d): %v", abi, err)
+		return ruleset{}, fmt.Errorf("landlock unavailable (abi %d): %v", abi, err)
 	}
 	cfg := landlock.V11
 	if w.Network {
 		cfg.HandledAccessNet = 0
 	}
+	if w.Namespaces {
+		cfg.Scoped &^= landlock.ScopedSet(ll.ScopeSignal)
+	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(fsRules(w.Policy, hidden)...)
 	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
+		return ruleset{}, fmt.Errorf("landlock: %w", err)
 	}
 	if fd < 0 {
-		return errors.New("landlock: nothing to enforce")
+		return ruleset{}, errors.New("landlock: nothing to enforce")
 	}
-	defer unix.Close(fd)
+	return ruleset{fd: fd, flags: flags}, nil
+}
+
+// restrict confines the calling thread, which the caller has locked
+// (runtime.LockOSThread) and must never unlock: what it forks inherits the
+// thread's domain, its no_new_privs and its capability sets, all per
+// thread. The other threads of the process stay as they are.
+func (r ruleset) restrict() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+	if err := ll.LandlockRestrictSelf(r.fd, r.flags); err != nil {
 		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear capabilities: %w", err)
+	}
+	if os.Getuid() == 0 {
+		return dropBounding()
+	}
+	return nil
+}
+
+// dropBounding empties the calling thread's capability bounding set, so
+// that a shell it starts as root gets no capability at exec: it could
+// otherwise ptrace the zygote (CAP_SYS_PTRACE overrides non-dumpable),
+// undo its mounts, or load a kernel module.
+func dropBounding() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
 	}
 	return nil
 }
@@ -367,4 +399,48 @@ func hideDir(dir string, keep []string, makeBlank bool) (blank string, err error
 		return "", fmt.Errorf("hide %s: %w", dir, err)
 	}
 	return blank, nil
+}
+
+// readOnlyMounts makes p's read-only trees (Policy.ReadOnly) read-only
+// mounts, but for the policy's write trees inside them (bound back
+// writable). A write there then fails as on any read-only file system
+// ("Read-only file system"); everywhere else Landlock's "Permission
+// denied" stands, and the metadata of the user's own files outside the
+// write trees stays changeable (see README).
+func readOnlyMounts(p Policy) error {
+	trees := p.ReadOnly
+	if trees == nil {
+		trees = SystemTrees
+	}
+	var ro []string
+	for _, t := range resolveAll(trees) {
+		if fi, err := os.Stat(t); err != nil || !fi.IsDir() || slices.Contains(ro, t) {
+			continue
+		}
+		ro = append(ro, t)
+	}
+	for _, t := range ro {
+		if err := unix.Mount(t, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", t, err)
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, t, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("read-only %s: %w", t, err)
+		}
+	}
+	for _, w := range resolveAll(append([]string{p.Workdir, p.TempDir}, p.Write...)) {
+		inside := false
+		for _, t := range ro {
+			inside = inside || w == t || within(w, t)
+		}
+		if _, err := os.Stat(w); err != nil || !inside {
+			continue
+		}
+		if err := unix.Mount(w, w, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", w, err)
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, w, 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("writable %s: %w", w, err)
+		}
+	}
+	return nil
 }

@@ -68,7 +68,17 @@ type Policy struct {
 	Network bool
 	// Shell is the absolute path of bash.
 	Shell string
+	// ReadOnly lists the trees that, with namespaces, are read-only mounts
+	// (but for write trees inside), so that not even a file's metadata
+	// changes there; nil means SystemTrees.
+	ReadOnly []string
 }
+
+// SystemTrees are where the system's programs and configuration live: a
+// command running as root could otherwise set a setuid bit or open a
+// mode there (Landlock does not govern metadata), a route to root for
+// every local user once the command is gone.
+var SystemTrees = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/boot", "/srv", "/var", "/root", "/snap"}
 
 // SystemRead are the trees kept readable when Policy.Read narrows reading,
 // so that bash and the usual tools still start.
@@ -85,7 +95,7 @@ func (p Policy) check() error {
 	if p.Shell == "" {
 		return errors.New("policy: no shell")
 	}
-	for _, group := range [][]string{{p.Workdir, p.TempDir, p.Shell}, p.Write, p.Read, p.Deny} {
+	for _, group := range [][]string{{p.Workdir, p.TempDir, p.Shell}, p.Write, p.Read, p.Deny, p.ReadOnly} {
 		for _, path := range group {
 			if path != "" && !filepath.IsAbs(path) {
 				return fmt.Errorf("policy: path %q is not absolute", path)

@@ -45,6 +45,13 @@ func TestFiles(t *testing.T) {
 			}
 			for _, c := range cases {
 				r := run(ctx, t, l, c.cmd, p)
+				if c.denied && !m.nons && strings.HasPrefix(c.cmd, "echo x > /etc/") {
+					// The system's trees are read-only mounts there.
+					if r.code != 1 || !strings.Contains(r.stderr, "Read-only file system") {
+						t.Errorf("%s: want exit 1 with Read-only file system, got %+v", c.name, r)
+					}
+					continue
+				}
 				if c.denied {
 					expectDenied(t, r, c.name)
 					continue
@@ -56,6 +63,33 @@ func TestFiles(t *testing.T) {
 			}
 			if _, err := os.Stat("/etc/dsh-sandbox-test"); err == nil {
 				t.Error("/etc/dsh-sandbox-test was written")
+			}
+			if !m.nons {
+				// Nor any metadata in a read-only tree: a setuid bit, a mode,
+				// a time (a tree of the test's standing in for /usr).
+				sys := t.TempDir()
+				prog := filepath.Join(sys, "prog")
+				if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				q := p
+				q.ReadOnly = []string{sys}
+				for _, cmd := range []string{"chmod u+s " + prog, "chmod 777 " + prog, "touch -d 2001-01-01 " + prog, "chmod 777 " + sys} {
+					if r := run(ctx, t, l, cmd, q); r.code == 0 {
+						t.Errorf("%s: allowed", cmd)
+					}
+				}
+				if fi, err := os.Stat(prog); err != nil || fi.Mode() != 0o755 || fi.ModTime().Year() == 2001 {
+					t.Errorf("%s changed: %v %v", prog, fi.Mode(), err)
+				}
+				// A write tree inside a read-only one stays writable.
+				q.Workdir = filepath.Join(sys, "proj")
+				if err := os.Mkdir(q.Workdir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if r := run(ctx, t, l, "echo x > f && chmod +x f && cat f", q); r.code != 0 || r.stdout != "x\n" {
+					t.Errorf("write tree inside a read-only tree: %+v", r)
+				}
 			}
 		})
 	}
@@ -378,10 +412,28 @@ func TestPolicyChannel(t *testing.T) {
 					t.Errorf("cat /dev/fd/%s: %+v", fd, r)
 				}
 			}
-			// Nor signal, nor look into, the zygote that forked it.
-			r = run(ctx, t, l, `kill -0 $PPID 2>/dev/null && echo SIGNALLED; cat /proc/$PPID/environ >/dev/null 2>&1 && echo READ; echo checked`, p)
-			if expectOK(t, r, "reach the zygote"); r.stdout != "checked\n" {
+			// Nor look into the zygote that forked it, nor end it: without
+			// namespaces signal scoping refuses any signal to it; with, it is
+			// pid 1 and survives every one.
+			r = run(ctx, t, l, `cat /proc/$PPID/environ >/dev/null 2>&1 && echo READ; echo checked`, p)
+			if expectOK(t, r, "read the zygote"); r.stdout != "checked\n" {
 				t.Errorf("the zygote is within reach: %q", r.stdout)
+			}
+			z, err := l.Zygote(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer z.Close()
+			kill := `kill -0 $PPID 2>/dev/null && echo SIGNALLED; echo checked`
+			if !m.nons {
+				kill = `for s in TERM INT HUP QUIT ABRT SEGV BUS ILL FPE USR1 PIPE ALRM TSTP STOP KILL; do kill -s $s 1; done; echo checked`
+			}
+			r = startIn(ctx, t, z, kill, p, false).wait()
+			if expectOK(t, r, "signal the zygote"); r.stdout != "checked\n" {
+				t.Errorf("signals to the zygote: %q", r.stdout)
+			}
+			if r := startIn(ctx, t, z, "echo alive", p, false).wait(); r.code != 0 || r.stdout != "alive\n" {
+				t.Errorf("the zygote after the signals: %+v", r)
 			}
 			// No capability, even when the agent runs as root: CAP_SYS_PTRACE
 			// would reach the zygote, CAP_SYS_MODULE the kernel.

@@ -83,7 +83,11 @@ type Zygote struct {
 	// watch are the directories whose entries the Landlock rules name one
 	// by one (Landlock alone, see ruleSet.descended), with their mtimes
 	// when the rules were made: once one changed, the rules miss an entry.
-	watch   map[string]time.Time
+	watch map[string]time.Time
+	// dirs are the workdir and temporary directory as the rules name them
+	// (by inode): one removed and made again at the same path is another
+	// directory, which the rules do not cover.
+	dirs    map[string]os.FileInfo
 	waitErr error // the zygote's exit, set before done is closed
 
 	// mu guards the fields below.
@@ -133,6 +137,12 @@ func (l *Launcher) Zygote(p Policy) (*Zygote, error) {
 	}
 	attr := &syscall.SysProcAttr{Setsid: true}
 	ns := l.Namespaces()
+	dirs := map[string]os.FileInfo{}
+	for _, d := range []string{p.Workdir, p.TempDir} {
+		if fi, err := os.Stat(d); err == nil && d != "" {
+			dirs[d] = fi
+		}
+	}
 	var watch map[string]time.Time
 	if !ns {
 		// Stat before the zygote lists them: a change in between shows as
@@ -180,6 +190,7 @@ func (l *Launcher) Zygote(p Policy) (*Zygote, error) {
 		conn:   fc.(*net.UnixConn),
 		ns:     ns,
 		watch:  watch,
+		dirs:   dirs,
 		done:   make(chan struct{}),
 		starts: map[uint64]chan startReply{},
 		procs:  map[uint64]*zproc{},
@@ -237,7 +248,8 @@ func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (e
 }
 
 // usable reports whether the zygote still serves and its rules still
-// cover every entry of the directories they descend.
+// cover every entry of the directories they descend, and the workdir and
+// temporary directory at their paths.
 func (z *Zygote) usable() bool {
 	z.mu.Lock()
 	ok := z.err == nil && !z.retired
@@ -248,6 +260,11 @@ func (z *Zygote) usable() bool {
 	for d, mtime := range z.watch {
 		fi, err := os.Stat(d)
 		if err != nil || !fi.ModTime().Equal(mtime) {
+			return false
+		}
+	}
+	for d, was := range z.dirs {
+		if fi, err := os.Stat(d); err != nil || !os.SameFile(fi, was) {
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,5 +265,84 @@ func TestIPCHidden(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Without namespaces a command cannot stop its zygote by a thread of its
+// own domain: each command is forked from a thread confined for it alone,
+// gone once the fork is done.
+func TestZygoteNotStoppable(t *testing.T) {
+	if a := probe(); a.LandlockABI < 6 {
+		t.Skip("no signal scoping before Landlock ABI 6")
+	}
+	ctx := testutil.Context(t)
+	l := launcher(t, mode{name: "landlock", nons: true})
+	p := policy(t)
+	z, err := l.Zygote(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := fmt.Sprintf("%s=tgkill %q -test.run=^$ $PPID", testutil.ChildEnv, self)
+	for range 2 {
+		r := startIn(ctx, t, z, cmd, p, false).wait()
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "stopped 0 of ") {
+			t.Fatalf("tgkill the zygote's threads: %+v", r)
+		}
+	}
+	if r := startIn(ctx, t, z, "echo alive", p, false).wait(); r.stdout != "alive\n" {
+		t.Errorf("the zygote after: %+v", r)
+	}
+}
+
+// A workdir removed and made again between two commands is the new one
+// for the next command (its rules named the old one by inode).
+func TestWorkdirRecreated(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			l := launcher(t, m)
+			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			work := filepath.Join(t.TempDir(), "w")
+			if err := os.Mkdir(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			run := func(command string) syscall.WaitStatus {
+				w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: work, Owner: "s"}, Stdout: w, Stderr: w})
+				_ = w.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws, err := pr.Wait()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ws
+			}
+			if ws := run("touch a"); ws.ExitStatus() != 0 {
+				t.Fatalf("first write: %v", ws)
+			}
+			if err := os.RemoveAll(work); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if ws := run("touch b"); ws.ExitStatus() != 0 {
+				t.Errorf("write in the workdir made again: %v", ws)
+			}
+		})
 	}
 }
