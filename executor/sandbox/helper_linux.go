@@ -225,21 +225,14 @@ func (z *zygoteServer) spawner(w wirePolicy, hidden map[string]bool, reqs <-chan
 	}
 	if !w.Namespaces {
 		ready <- nil
+		// The next command's thread is made and confined while the
+		// zygote waits for it, not once it has come.
+		next := z.confinedThread(w, rs)
 		for r := range reqs {
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				// Never unlocked: the thread ends with this goroutine.
-				runtime.LockOSThread()
-				if err := rs.restrict(); err != nil {
-					r.close()
-					z.send(zygoteMsg{ID: r.id, Err: err.Error()}, nil)
-					return
-				}
-				z.spawn(w, r)
-			}()
-			<-done
+			next <- r
+			next = z.confinedThread(w, rs)
 		}
+		close(next)
 		return
 	}
 	// Never unlocked: the thread is confined for good, and must not run
@@ -254,6 +247,29 @@ func (z *zygoteServer) spawner(w wirePolicy, hidden map[string]bool, reqs <-chan
 	for r := range reqs {
 		z.spawn(w, r)
 	}
+}
+
+// confinedThread starts a goroutine on a thread of its own, confined to
+// rs, that forks the one command sent on the channel it returns and then
+// ends, and the thread with it.
+func (z *zygoteServer) confinedThread(w wirePolicy, rs ruleset) chan<- zygoteRequest {
+	ch := make(chan zygoteRequest, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine.
+		runtime.LockOSThread()
+		err := rs.restrict()
+		r, ok := <-ch
+		if !ok {
+			return
+		}
+		if err != nil {
+			r.close()
+			z.send(zygoteMsg{ID: r.id, Err: err.Error()}, nil)
+			return
+		}
+		z.spawn(w, r)
+	}()
+	return ch
 }
 
 // maxPayload bounds a command's memfd: its text is one argument of
