@@ -240,12 +240,29 @@ func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (e
 		z.mu.Unlock()
 		return nil, fmt.Errorf("zygote: %w", err)
 	}
-	r := <-reply
-	if r.err != nil {
-		return nil, r.err
+	t := time.NewTimer(startTimeout)
+	defer t.Stop()
+	select {
+	case r := <-reply:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.proc, nil
+	case <-t.C:
+		// A zygote that does not answer (stopped from outside, starved)
+		// must not hang the session: it is ended, which fails what it
+		// holds, and the next command gets a new one.
+		_ = z.cmd.Process.Kill()
+		if r := <-reply; r.err == nil {
+			return r.proc, nil
+		}
+		return nil, fmt.Errorf("sandbox helper did not answer in %v", startTimeout)
 	}
-	return r.proc, nil
 }
+
+// startTimeout bounds the wait for a zygote's answer to a start: a fork
+// and an exec, milliseconds even on a loaded machine.
+var startTimeout = 30 * time.Second
 
 // usable reports whether the zygote still serves and its rules still
 // cover every entry of the directories they descend, and the workdir and

@@ -1,9 +1,14 @@
 package sandbox_test
 
 import (
+	"os"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
@@ -43,5 +48,52 @@ func TestZygoteCloseStopped(t *testing.T) {
 				t.Errorf("the running command after Close: %+v", ws)
 			}
 		})
+	}
+}
+
+// A start that its zygote does not answer (stopped from outside) fails
+// after the start timeout instead of hanging the session, and the
+// Confiner's next command gets a new zygote.
+func TestZygoteStartTimeout(t *testing.T) {
+	defer sandbox.SetStartTimeout(200 * time.Millisecond)()
+	ctx := testutil.Context(t)
+	m := modes(t)[0]
+	l := launcher(t, m)
+	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	work := t.TempDir()
+	start := func(command string) (executor.Process, error) {
+		w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		return c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: work, Owner: "s"}, Stdout: w, Stderr: w})
+	}
+	pr, err := start("exec sleep 1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zygote := ppid(t, pr.Pid())
+	if err := syscall.Kill(zygote, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start("true"); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("start in a stopped zygote: %v", err)
+	}
+	if ws, err := pr.Wait(); err != nil || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("its running command: %v %v", ws, err)
+	}
+	_ = syscall.Kill(-pr.Pid(), syscall.SIGKILL)
+	testutil.WaitGone(t, ctx, zygote)
+	pr2, err := start("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := pr2.Wait(); err != nil || ws.ExitStatus() != 0 {
+		t.Errorf("the next command: %v %v", ws, err)
 	}
 }
