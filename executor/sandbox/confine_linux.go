@@ -6,9 +6,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
+
+// maxZygotes bounds the zygotes kept for one session (see newZygote).
+const maxZygotes = 4
 
 // start runs the command in owner's zygote for p, starting one if there is
 // none (or the last one died).
@@ -28,6 +32,7 @@ func (c *Confiner) start(owner string, p Policy, command string, env []string, s
 				return nil, err
 			}
 		}
+		z.used.Store(time.Now().UnixNano())
 		pr, err := z.Start(command, env, stdout, stderr)
 		if err == nil || !z.retiredNow() {
 			// A zygote that could not set up fails the command with its
@@ -58,10 +63,37 @@ func (c *Confiner) newZygote(key string, p Policy, old *Zygote) (*Zygote, error)
 			delete(c.zygotes, k) // reaped already (see Zygote.read)
 		}
 	}
-	if old != nil {
-		old.retire()
+	retire := func(k string, z *Zygote) {
+		z.retire()
 		c.retired++
-		c.zygotes[key+"\x00retired\x00"+strconv.Itoa(c.retired)] = old
+		delete(c.zygotes, k)
+		c.zygotes[key+"\x00retired\x00"+strconv.Itoa(c.retired)] = z
+	}
+	if old != nil {
+		retire(key, old)
+	}
+	// A session whose commands use many workdirs (one policy each) keeps
+	// only its most recently used zygotes: each is a process (and with
+	// namespaces a set of them), 1.7 MiB of its own.
+	owner, _, _ := strings.Cut(key, "\x00")
+	for {
+		var lru string
+		var lruZ *Zygote
+		live := 0
+		for k, v := range c.zygotes {
+			z, ok := v.(*Zygote)
+			if !ok || !strings.HasPrefix(k, owner+"\x00") || strings.Contains(k, "\x00retired\x00") {
+				continue
+			}
+			live++
+			if lruZ == nil || z.used.Load() < lruZ.used.Load() {
+				lru, lruZ = k, z
+			}
+		}
+		if live < maxZygotes {
+			break
+		}
+		retire(lru, lruZ)
 	}
 	// Started under the lock: concurrent first commands of a session get
 	// one zygote, not one each. Starting costs one fork and exec.

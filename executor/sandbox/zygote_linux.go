@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,7 +89,8 @@ type Zygote struct {
 	// (by inode): one removed and made again at the same path is another
 	// directory, which the rules do not cover.
 	dirs    map[string]os.FileInfo
-	waitErr error // the zygote's exit, set before done is closed
+	waitErr error        // the zygote's exit, set before done is closed
+	used    atomic.Int64 // when a command last came (Unix ns), for the Confiner
 
 	// mu guards the fields below.
 	mu      sync.Mutex

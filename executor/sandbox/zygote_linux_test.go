@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -344,5 +345,65 @@ func TestWorkdirRecreated(t *testing.T) {
 				t.Errorf("write in the workdir made again: %v", ws)
 			}
 		})
+	}
+}
+
+// A session whose commands use many workdirs keeps at most a few zygotes:
+// the least recently used go once idle. (Not parallel: it counts this
+// process's zygotes.)
+func TestZygotesPerSession(t *testing.T) {
+	ctx := testutil.Context(t)
+	m := modes(t)[0]
+	l := launcher(t, m)
+	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 7 {
+		w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: "true", Workdir: t.TempDir(), Owner: "s"}, Stdout: w, Stderr: w})
+		_ = w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pr.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zygotes := func() int {
+		n := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || testutil.Gone(pid) {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err != nil || string(b) != "dsh-acp-sandbox\x00" {
+				continue
+			}
+			st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue // gone meanwhile
+			}
+			fields := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+2:]))
+			if fields[1] == strconv.Itoa(os.Getpid()) {
+				n++
+			}
+		}
+		return n
+	}
+	tick := time.NewTicker(testutil.PollInterval)
+	defer tick.Stop()
+	for zygotes() > 4 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d zygotes for one session", zygotes())
+		case <-tick.C:
+		}
 	}
 }
