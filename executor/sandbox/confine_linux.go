@@ -34,12 +34,13 @@ func (c *Confiner) start(owner string, p Policy, command string, env []string, s
 		}
 		z.used.Store(time.Now().UnixNano())
 		pr, err := z.Start(command, env, stdout, stderr)
-		if err == nil || !z.retiredNow() {
-			// A zygote that could not set up fails the command with its
-			// reason; only one retired as the command reached it (another
-			// command found its rules stale) is worth one more try.
+		if err == nil || z.usable() {
 			return pr, err
 		}
+		// Retired as the command reached it (another command found its
+		// rules stale), or dead (killed, or it could not set up): once
+		// more in a new one, which for a zygote that cannot set up fails
+		// again with its reason.
 		last = err
 	}
 	return nil, last

@@ -290,13 +290,6 @@ func (z *Zygote) usable() bool {
 	return true
 }
 
-// retiredNow reports whether the zygote was retired (and did not die).
-func (z *Zygote) retiredNow() bool {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return z.retired && z.err == nil
-}
-
 // ended reports whether the zygote has exited and been reaped.
 func (z *Zygote) ended() bool {
 	select {
