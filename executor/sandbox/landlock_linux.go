@@ -273,6 +273,9 @@ func hideDenied(p Policy) (map[string]bool, error) {
 	// once: a second mount would cover the first's blank file.)
 	slices.SortFunc(deny, func(a, b string) int { return cmp.Or(len(a)-len(b), strings.Compare(a, b)) })
 	deny = slices.Compact(deny)
+	if err := pinAncestors(deny, resolveAll(append([]string{p.Workdir, p.TempDir}, p.Write...))); err != nil {
+		return nil, err
+	}
 	hidden := make(map[string]bool)
 	var files []string
 	blank := "" // an empty file nobody may open, in the first tmpfs
@@ -308,6 +311,37 @@ func hideDenied(p Policy) (map[string]bool, error) {
 		hidden[f] = true
 	}
 	return hidden, nil
+}
+
+// pinAncestors makes each directory between a write tree and a denied
+// path inside it a mount point (bound onto itself), which rename and
+// rmdir refuse (EBUSY). Otherwise a command with cwd $HOME could move
+// ~/.local away with the agent's state directory in it — the agent
+// would then make its next files wherever the command put a directory
+// of that name — or plant a link there for the next zygote to follow.
+// Everything else in them stays as writable as the rest of the tree.
+func pinAncestors(deny, write []string) error {
+	var pins []string
+	for _, d := range deny {
+		for _, w := range write {
+			if !within(d, w) {
+				continue
+			}
+			for a := filepath.Dir(d); a != w && within(a, w); a = filepath.Dir(a) {
+				pins = append(pins, a)
+			}
+		}
+	}
+	slices.SortFunc(pins, func(a, b string) int { return cmp.Or(len(a)-len(b), strings.Compare(a, b)) })
+	for _, a := range slices.Compact(pins) {
+		if fi, err := os.Lstat(a); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount(a, a, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("pin %s: %w", a, err)
+		}
+	}
+	return nil
 }
 
 // blankName is the file hideDir makes for hideFile: mode 000, so that a

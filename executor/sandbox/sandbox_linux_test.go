@@ -386,6 +386,26 @@ func TestDeny(t *testing.T) {
 			} else if expectOK(t, r, "write directly in a cwd with a denied dir"); r.stdout != "x\n" {
 				t.Errorf("cwd writes: %q", r.stdout)
 			}
+			if !m.nons {
+				// Nor can the directories on the way to a denied path in the
+				// cwd be moved or removed (the agent's files with them);
+				// anything else in them can.
+				deep := filepath.Join(p.Workdir, "a", "b", "denied")
+				mk(filepath.Join(deep, "f"), "deep secret\n")
+				q := p
+				q.Deny = append(append([]string{}, p.Deny...), deep)
+				for _, cmd := range []string{"mv a a2", "mv a/b a/b2", "rmdir a/b", "rm -rf a"} {
+					if r := run(ctx, t, l, cmd, q); r.code == 0 {
+						t.Errorf("%s: allowed", cmd)
+					}
+				}
+				if r := run(ctx, t, l, "echo y > a/new && mkdir a/b/sub && mv a/new a/b/sub/ && cat a/b/sub/new", q); r.code != 0 || r.stdout != "y\n" {
+					t.Errorf("writes beside a denied path in the cwd: %+v", r)
+				}
+				if b, err := os.ReadFile(filepath.Join(deep, "f")); err != nil || string(b) != "deep secret\n" {
+					t.Errorf("the deep denied file: %q %v", b, err)
+				}
+			}
 			if b, err := os.ReadFile(inCwd); err != nil || string(b) != "secret in cwd\n" {
 				t.Errorf("denied file changed: %q %v", b, err)
 			}
