@@ -56,8 +56,12 @@ func (c *Confiner) newZygote(key string, p Policy, old *Zygote) (*Zygote, error)
 	if c.closed {
 		return nil, errors.New("confiner closed")
 	}
-	if z, _ := c.zygotes[key].(*Zygote); z != old {
-		return z, nil
+	// Another command may have replaced old already; or old may be gone
+	// from the map (retired as the least recently used, or released),
+	// and then there is nothing to retire and a new one is made.
+	cur, _ := c.zygotes[key].(*Zygote)
+	if cur != nil && cur != old {
+		return cur, nil
 	}
 	for k, v := range c.zygotes {
 		if z, ok := v.(*Zygote); ok && z.ended() && strings.Contains(k, "\x00retired\x00") {
@@ -70,8 +74,8 @@ func (c *Confiner) newZygote(key string, p Policy, old *Zygote) (*Zygote, error)
 		delete(c.zygotes, k)
 		c.zygotes[key+"\x00retired\x00"+strconv.Itoa(c.retired)] = z
 	}
-	if old != nil {
-		retire(key, old)
+	if cur != nil {
+		retire(key, cur)
 	}
 	// A session whose commands use many workdirs (one policy each) keeps
 	// only its most recently used zygotes: each is a process (and with

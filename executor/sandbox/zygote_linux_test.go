@@ -407,3 +407,41 @@ func TestZygotesPerSession(t *testing.T) {
 		}
 	}
 }
+
+// A start whose zygote left the map between the start's look-up and its
+// replacement (Release, or a retirement as the least recently used, by a
+// concurrent command) gets a new zygote, not none.
+func TestReplaceReleasedZygote(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testutil.Context(t)
+			l := launcher(t, m)
+			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			p := policy(t)
+			dn, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dn.Close()
+			pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: "true", Workdir: p.Workdir, Owner: "s"}, Stdout: dn, Stderr: dn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws, err := pr.Wait(); err != nil || ws.ExitStatus() != 0 {
+				t.Fatalf("first command: %v %v", ws, err)
+			}
+			z, err := sandbox.ReplaceReleased(c, "s")
+			if err != nil || z == nil {
+				t.Fatalf("replacement: %v %v", z, err)
+			}
+			if r := startIn(ctx, t, z, "echo again", p, false).wait(); r.code != 0 || r.stdout != "again\n" {
+				t.Errorf("in the replacement: %+v", r)
+			}
+		})
+	}
+}
