@@ -45,6 +45,10 @@ type Spec struct {
 	// from the calling session; empty means the executor's
 	// configured default (else the process's cwd).
 	Workdir string
+	// Root is the tree a confined command may write: the calling session's
+	// cwd, whatever Workdir the model named (a workdir elsewhere is where
+	// the command starts, not where it may write). Empty means Workdir.
+	Root string
 	// Timeout bounds a foreground run. Zero means the configured default;
 	// values above the configured maximum are clamped to it. Background
 	// tasks have no timeout.

@@ -37,13 +37,20 @@ type ConfinerOptions struct {
 
 // DefaultIPC is where the usual local services listen: the user's runtime
 // directory (session bus, systemd, podman, ssh and gpg agents, Wayland),
-// the system bus, Docker's and podman's sockets, X11's.
+// the system bus, Docker's and podman's sockets, X11's, tmux's and
+// screen's.
 func DefaultIPC() []string {
 	run := os.Getenv("XDG_RUNTIME_DIR")
 	if run == "" {
 		run = fmt.Sprintf("/run/user/%d", os.Getuid())
 	}
-	return []string{run, "/run/dbus", "/var/run/dbus", "/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd", "/tmp/.X11-unix"}
+	uid := os.Getuid()
+	tmux := fmt.Sprintf("/tmp/tmux-%d", uid)
+	if d := os.Getenv("TMUX_TMPDIR"); d != "" {
+		tmux = fmt.Sprintf("%s/tmux-%d", d, uid)
+	}
+	// tmux's and screen's servers run any command they are sent, unconfined.
+	return []string{run, "/run/dbus", "/var/run/dbus", "/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd", "/tmp/.X11-unix", tmux, "/run/screen", "/var/run/screen"}
 }
 
 // Confiner is the executor's Confiner over a Launcher: each command's
@@ -109,17 +116,21 @@ func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	root := c.root
+	sandboxes := c.root
 	c.mu.Unlock()
+	root := x.Spec.Root
+	if root == "" {
+		root = x.Spec.Workdir
+	}
 	p := Policy{
-		Workdir: x.Spec.Workdir,
+		Workdir: root,
 		TempDir: tmp,
 		Network: c.opts.Network,
 		Shell:   x.Shell,
 		// The other sessions' spill files and temporary directories are in
 		// these two; the command's own are re-opened inside them (its
 		// temporary directory as a write tree, its spill files by Read).
-		Deny: append([]string{x.PrivateDir, root}, c.opts.Deny...),
+		Deny: append([]string{x.PrivateDir, sandboxes}, c.opts.Deny...),
 	}
 	if !c.opts.Network && c.opts.Launcher.Namespaces() {
 		ipc := c.opts.IPC
@@ -137,7 +148,7 @@ func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
 	} else {
 		p.Read = read
 	}
-	return c.start(x.Spec.Owner, p, x.Spec.Command, commandEnv(x.Env, tmp), x.Stdout, x.Stderr)
+	return c.start(x.Spec.Owner, p, x.Spec.Workdir, x.Spec.Command, commandEnv(x.Env, tmp), x.Stdout, x.Stderr)
 }
 
 // keeper is what the Confiner keeps for a session's commands beyond its

@@ -16,7 +16,7 @@ const maxZygotes = 4
 
 // start runs the command in owner's zygote for p, starting one if there is
 // none (or the last one died).
-func (c *Confiner) start(owner string, p Policy, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
+func (c *Confiner) start(owner string, p Policy, dir, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func (c *Confiner) start(owner string, p Policy, command string, env []string, s
 			}
 		}
 		z.used.Store(time.Now().UnixNano())
-		pr, err := z.Start(command, env, stdout, stderr)
+		pr, err := z.StartIn(dir, command, env, stdout, stderr)
 		if err == nil || z.usable() {
 			return pr, err
 		}

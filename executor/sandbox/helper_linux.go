@@ -285,10 +285,14 @@ func (z *zygoteServer) spawn(w wirePolicy, r zygoteRequest) {
 		return
 	}
 	env := append(pl.Env, cmdMarkerEnv+"="+strconv.FormatUint(r.id, 10))
+	dir := pl.Dir
+	if dir == "" {
+		dir = w.Workdir
+	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	pid, err := syscall.ForkExec(w.Shell, []string{"bash", "-c", pl.Command}, &syscall.ProcAttr{
-		Dir:   w.Workdir,
+		Dir:   dir,
 		Env:   env,
 		Files: []uintptr{z.devnull.Fd(), r.out.Fd(), r.err.Fd()},
 		// Its own session and group, as an unconfined command: the

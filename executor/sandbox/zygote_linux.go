@@ -66,8 +66,10 @@ type zygoteMsg struct {
 
 // zygotePayload is a command, in the memfd of its start request.
 type zygotePayload struct {
-	Command string   `json:"command"`
-	Env     []string `json:"env"`
+	Command string `json:"command"`
+	// Dir is where the command starts; empty means the policy's Workdir.
+	Dir string   `json:"dir,omitempty"`
+	Env []string `json:"env"`
 }
 
 // maxMsg bounds one socket message (payloads travel in a memfd).
@@ -202,10 +204,17 @@ func (l *Launcher) Zygote(p Policy) (*Zygote, error) {
 }
 
 // Start runs `bash -c command` in the zygote with env (as given: see
-// commandEnv for TMPDIR), writing to stdout and stderr; its stdin is
-// /dev/null. The caller keeps and closes its copies of stdout and stderr.
+// commandEnv for TMPDIR), writing to stdout and stderr, in the policy's
+// Workdir; its stdin is /dev/null. The caller keeps and closes its copies
+// of stdout and stderr.
 func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
-	payload, err := json.Marshal(zygotePayload{Command: command, Env: env})
+	return z.StartIn("", command, env, stdout, stderr)
+}
+
+// StartIn is Start in the directory dir (empty: the policy's Workdir),
+// which the policy need not let the command write.
+func (z *Zygote) StartIn(dir, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
+	payload, err := json.Marshal(zygotePayload{Command: command, Dir: dir, Env: env})
 	if err != nil {
 		return nil, fmt.Errorf("encode command: %w", err)
 	}
@@ -415,6 +424,8 @@ func (z *Zygote) fail(err error) {
 	for id, p := range z.procs {
 		delete(z.procs, id)
 		if !z.ns {
+			// Orphaned, not yet reaped by whoever inherited them: their
+			// pid still names them.
 			_ = unix.Kill(-p.pid, unix.SIGKILL)
 		}
 		p.end(syscall.WaitStatus(unix.SIGKILL), nil)

@@ -445,3 +445,47 @@ func TestReplaceReleasedZygote(t *testing.T) {
 		})
 	}
 }
+
+// A workdir outside the session's directory is where the command starts,
+// not where it may write: the tool's workdir argument is the model's.
+func TestWorkdirOutsideRoot(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			l := launcher(t, m)
+			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			root, elsewhere := t.TempDir(), t.TempDir()
+			run := func(command string) (string, int) {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: elsewhere, Root: root, Owner: "s"}, Stdout: w, Stderr: w})
+				_ = w.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, _ := io.ReadAll(r)
+				ws, err := pr.Wait()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(out), ws.ExitStatus()
+			}
+			if out, code := run("pwd"); code != 0 || out != elsewhere+"\n" {
+				t.Errorf("pwd: %q %d", out, code)
+			}
+			if out, code := run("echo x > f"); code != 1 || !strings.Contains(out, "Permission denied") {
+				t.Errorf("a write in the workdir outside the session's directory: %q %d", out, code)
+			}
+			if out, code := run("echo y > " + root + "/g && cat " + root + "/g"); code != 0 || out != "y\n" {
+				t.Errorf("a write in the session's directory: %q %d", out, code)
+			}
+		})
+	}
+}
