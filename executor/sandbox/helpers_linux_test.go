@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -231,4 +232,36 @@ func expectHidden(t *testing.T, r result, what string) {
 	if r.code != 1 || !hidden || r.stdout != "" {
 		t.Errorf("%s: want exit 1 with the path hidden, got exit %d sig %v, stdout %q stderr %q", what, r.code, r.sig, r.stdout, r.stderr)
 	}
+}
+
+// confined starts spec through c, its stdout and stderr both on the pipe
+// whose read end it returns (closed, and the command's group killed, at
+// the test's end).
+func confined(t *testing.T, c *sandbox.Confiner, spec executor.Spec) (executor.Process, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: spec, Env: os.Environ(), Stdout: w, Stderr: w})
+	_ = w.Close()
+	if err != nil {
+		_ = r.Close()
+		t.Fatalf("start %q: %v", spec.Command, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pr.Pid(), syscall.SIGKILL); _ = r.Close() })
+	return pr, r
+}
+
+// runConfined runs spec through c to its end and returns what it wrote
+// (both streams) and its wait status.
+func runConfined(t *testing.T, c *sandbox.Confiner, spec executor.Spec) (string, syscall.WaitStatus) {
+	t.Helper()
+	pr, r := confined(t, c, spec)
+	out, _ := io.ReadAll(r)
+	ws, err := pr.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), ws
 }

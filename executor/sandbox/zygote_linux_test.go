@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -79,17 +78,7 @@ func TestZygoteDies(t *testing.T) {
 			}
 			defer c.Close()
 			run := func(command string) (executor.Process, *os.File) {
-				r, w, err := os.Pipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: t.TempDir(), Owner: "s"}, Stdout: w, Stderr: w})
-				_ = w.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = syscall.Kill(-pr.Pid(), syscall.SIGKILL); _ = r.Close() })
-				return pr, r
+				return confined(t, c, executor.Spec{Command: command, Workdir: t.TempDir(), Owner: "s"})
 			}
 			pr, out := run("echo ready; sleep 1000")
 			line := make([]byte, 6)
@@ -168,30 +157,7 @@ func TestNewEntriesReadable(t *testing.T) {
 			defer c.Close()
 			work := t.TempDir()
 			run := func(command string) (string, syscall.WaitStatus) {
-				r, w, err := os.Pipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: work, Owner: "s"}, Stdout: w, Stderr: w})
-				_ = w.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var out strings.Builder
-				buf := make([]byte, 512)
-				for {
-					n, err := r.Read(buf)
-					out.Write(buf[:n])
-					if err != nil {
-						break
-					}
-				}
-				ws, err := pr.Wait()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out.String(), ws
+				return runConfined(t, c, executor.Spec{Command: command, Workdir: work, Owner: "s"})
 			}
 			if out, ws := run("cat " + parent + "/denied/x 2>&1; ls " + parent); ws.ExitStatus() != 0 || strings.Contains(out, "new") {
 				t.Fatalf("first command: %q %v", out, ws)
@@ -245,21 +211,7 @@ func TestIPCHidden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: dial, Workdir: t.TempDir(), Owner: "s"}, Env: os.Environ(), Stdout: w, Stderr: w})
-		_ = w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := io.ReadAll(r)
-		_ = r.Close()
-		ws, err := pr.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
+		out, ws := runConfined(t, c, executor.Spec{Command: dial, Workdir: t.TempDir(), Owner: "s"})
 		if got := ws.ExitStatus() == 0; got != network {
 			t.Errorf("network %v: connected %v, want %v (%s)", network, got, network, out)
 		}
@@ -317,19 +269,7 @@ func TestWorkdirRecreated(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := func(command string) syscall.WaitStatus {
-				w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: work, Owner: "s"}, Stdout: w, Stderr: w})
-				_ = w.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				ws, err := pr.Wait()
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, ws := runConfined(t, c, executor.Spec{Command: command, Workdir: work, Owner: "s"})
 				return ws
 			}
 			if ws := run("touch a"); ws.ExitStatus() != 0 {
@@ -361,18 +301,7 @@ func TestZygotesPerSession(t *testing.T) {
 	}
 	defer c.Close()
 	for range 7 {
-		w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: "true", Workdir: t.TempDir(), Owner: "s"}, Stdout: w, Stderr: w})
-		_ = w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pr.Wait(); err != nil {
-			t.Fatal(err)
-		}
+		runConfined(t, c, executor.Spec{Command: "true", Workdir: t.TempDir(), Owner: "s"})
 	}
 	zygotes := func() int {
 		n := 0
@@ -460,22 +389,8 @@ func TestWorkdirOutsideRoot(t *testing.T) {
 			defer c.Close()
 			root, elsewhere := t.TempDir(), t.TempDir()
 			run := func(command string) (string, int) {
-				r, w, err := os.Pipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: executor.Spec{Command: command, Workdir: elsewhere, Root: root, Owner: "s"}, Stdout: w, Stderr: w})
-				_ = w.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, _ := io.ReadAll(r)
-				ws, err := pr.Wait()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return string(out), ws.ExitStatus()
+				out, ws := runConfined(t, c, executor.Spec{Command: command, Workdir: elsewhere, Root: root, Owner: "s"})
+				return out, ws.ExitStatus()
 			}
 			if out, code := run("pwd"); code != 0 || out != elsewhere+"\n" {
 				t.Errorf("pwd: %q %d", out, code)
