@@ -13,91 +13,47 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
-// BenchmarkSandboxTrue compares a foreground `true` through the executor,
-// unconfined and confined with the real binary as the helper, with a bare
-// `bash -c true` in the same run:
-// go test -bench SandboxTrue -run '^$' ./cmd/dsh-acp
-func BenchmarkSandboxTrue(b *testing.B) {
-	bash, err := exec.LookPath("bash")
+// confinedExecutor is an executor whose commands are confined by the real
+// binary as their session's zygote, with Landlock alone (nons) or with
+// namespaces; it skips b where the kernel has neither.
+func confinedExecutor(b *testing.B, nons bool) *executor.Local {
+	b.Helper()
+	avail := probed()
+	if avail.LandlockABI < 1 || (!nons && !avail.PIDNS) {
+		b.Skip("not available")
+	}
+	l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Executable: binPath, Availability: avail, NoNamespaces: nons})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("bare", func(b *testing.B) {
-		for b.Loop() {
-			if err := exec.Command(bash, "-c", "true").Run(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	avail := probed()
-	run := func(b *testing.B, confine executor.Confiner) {
-		ex, err := executor.NewLocal(executor.Options{SpillDir: b.TempDir(), Confine: confine})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ex.Close()
-		spec := executor.Spec{Command: "true", Workdir: b.TempDir(), Owner: "s", Sandboxed: confine != nil}
-		for b.Loop() {
-			res, err := ex.Run(context.Background(), spec)
-			if err != nil || res.ExitCode != 0 {
-				b.Fatalf("%v %+v", err, res)
-			}
-		}
+	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.Run("executor", func(b *testing.B) { run(b, nil) })
-	for _, m := range []struct {
-		name string
-		nons bool
-	}{{"sandbox-landlock", true}, {"sandbox-namespaces", false}} {
-		b.Run(m.name, func(b *testing.B) {
-			if avail.LandlockABI < 1 || (!m.nons && !avail.PIDNS) {
-				b.Skip("not available")
-			}
-			l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Executable: binPath, Availability: avail, NoNamespaces: m.nons})
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			run(b, c)
-		})
+	ex, err := executor.NewLocal(executor.Options{SpillDir: b.TempDir(), Confine: c})
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = ex.Close() })
+	return ex
 }
 
 // BenchmarkSandboxRatio is the issue's target as one figure: each iteration
 // runs a bare `bash -c true` and then a foreground `true` through the
-// confined executor (the real binary as the zygote), so both see the same
-// machine at the same moment; "x" is confined time over bare time.
+// confined executor, so both see the same machine at the same moment; "x"
+// is confined time over bare time.
 // go test -bench SandboxRatio -run '^$' -benchtime 500x -count 5 ./cmd/dsh-acp
 func BenchmarkSandboxRatio(b *testing.B) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		b.Fatal(err)
 	}
-	avail := probed()
 	for _, m := range []struct {
 		name string
 		nons bool
 	}{{"landlock", true}, {"namespaces", false}} {
 		b.Run(m.name, func(b *testing.B) {
-			if avail.LandlockABI < 1 || (!m.nons && !avail.PIDNS) {
-				b.Skip("not available")
-			}
-			l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Executable: binPath, Availability: avail, NoNamespaces: m.nons})
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ex, err := executor.NewLocal(executor.Options{SpillDir: b.TempDir(), Confine: c})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ex.Close()
+			ex := confinedExecutor(b, m.nons)
 			spec := executor.Spec{Command: "true", Workdir: b.TempDir(), Owner: "s", Sandboxed: true}
 			confined := func() {
 				res, err := ex.Run(context.Background(), spec)
@@ -129,23 +85,7 @@ func BenchmarkSandboxRatio(b *testing.B) {
 // with ./executor's BenchmarkCapture1GiB and BenchmarkDiscard1GiB:
 // go test -bench SandboxCapture1GiB -run '^$' -benchtime 1x -count 3 ./cmd/dsh-acp
 func BenchmarkSandboxCapture1GiB(b *testing.B) {
-	avail := probed()
-	if avail.LandlockABI < 1 {
-		b.Skip("no Landlock")
-	}
-	l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Executable: binPath, Availability: avail})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ex, err := executor.NewLocal(executor.Options{SpillDir: b.TempDir(), Confine: c})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ex.Close()
+	ex := confinedExecutor(b, false)
 	spec := executor.Spec{Workdir: b.TempDir(), Owner: "s", Sandboxed: true}
 	ctx := context.Background()
 	spec.Command = "seq 100000" // warm up, and start the zygote

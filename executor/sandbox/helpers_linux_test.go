@@ -265,3 +265,20 @@ func runConfined(t *testing.T, c *sandbox.Confiner, spec executor.Spec) (string,
 	}
 	return string(out), ws
 }
+
+// newConfiner is a Confiner over l with opts (TempParent and Launcher
+// filled in), closed at the test's end.
+func newConfiner(t *testing.T, l *sandbox.Launcher, opts sandbox.ConfinerOptions) *sandbox.Confiner {
+	t.Helper()
+	opts.Launcher, opts.TempParent = l, t.TempDir()
+	c, err := sandbox.NewConfiner(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close confiner: %v", err)
+		}
+	})
+	return c
+}

@@ -70,9 +70,9 @@ func (l *Launcher) Namespaces() bool {
 const cmdMarkerEnv = "DSH_SANDBOX_CMD"
 
 // commandEnv returns env without TMPDIR and the helper's markers, then with
-// TMPDIR=tmp (unless empty) and the extra entries.
-func commandEnv(env []string, tmp string, extra ...string) []string {
-	out := make([]string, 0, len(env)+1+len(extra))
+// TMPDIR=tmp (unless empty).
+func commandEnv(env []string, tmp string) []string {
+	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "TMPDIR=") || strings.HasPrefix(kv, helperEnv+"=") || strings.HasPrefix(kv, cmdMarkerEnv+"=") {
 			continue
@@ -82,5 +82,5 @@ func commandEnv(env []string, tmp string, extra ...string) []string {
 	if tmp != "" {
 		out = append(out, "TMPDIR="+tmp)
 	}
-	return append(out, extra...)
+	return out
 }

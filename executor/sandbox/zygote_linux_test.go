@@ -72,11 +72,7 @@ func TestZygoteDies(t *testing.T) {
 			t.Parallel()
 			ctx := testutil.Context(t)
 			l := launcher(t, m)
-			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := newConfiner(t, l, sandbox.ConfinerOptions{})
 			run := func(command string) (executor.Process, *os.File) {
 				return confined(t, c, executor.Spec{Command: command, Workdir: t.TempDir(), Owner: "s"})
 			}
@@ -150,11 +146,7 @@ func TestNewEntriesReadable(t *testing.T) {
 			if err := os.Mkdir(parent+"/denied", 0o700); err != nil {
 				t.Fatal(err)
 			}
-			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir(), Deny: []string{parent + "/denied"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := newConfiner(t, l, sandbox.ConfinerOptions{Deny: []string{parent + "/denied"}})
 			work := t.TempDir()
 			run := func(command string) (string, syscall.WaitStatus) {
 				return runConfined(t, c, executor.Spec{Command: command, Workdir: work, Owner: "s"})
@@ -207,16 +199,10 @@ func TestIPCHidden(t *testing.T) {
 	}
 	dial := fmt.Sprintf("%s=dial %q -test.run=^$ %q", testutil.ChildEnv, self, sock)
 	for _, network := range []bool{false, true} {
-		c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir(), Network: network, IPC: []string{dir}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := newConfiner(t, l, sandbox.ConfinerOptions{Network: network, IPC: []string{dir}})
 		out, ws := runConfined(t, c, executor.Spec{Command: dial, Workdir: t.TempDir(), Owner: "s"})
 		if got := ws.ExitStatus() == 0; got != network {
 			t.Errorf("network %v: connected %v, want %v (%s)", network, got, network, out)
-		}
-		if err := c.Close(); err != nil {
-			t.Error(err)
 		}
 	}
 }
@@ -259,11 +245,7 @@ func TestWorkdirRecreated(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			l := launcher(t, m)
-			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := newConfiner(t, l, sandbox.ConfinerOptions{})
 			work := filepath.Join(t.TempDir(), "w")
 			if err := os.Mkdir(work, 0o755); err != nil {
 				t.Fatal(err)
@@ -295,11 +277,7 @@ func TestZygotesPerSession(t *testing.T) {
 	ctx := testutil.Context(t)
 	m := modes(t)[0]
 	l := launcher(t, m)
-	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newConfiner(t, l, sandbox.ConfinerOptions{})
 	for range 7 {
 		runConfined(t, c, executor.Spec{Command: "true", Workdir: t.TempDir(), Owner: "s"})
 	}
@@ -346,11 +324,7 @@ func TestReplaceReleasedZygote(t *testing.T) {
 			t.Parallel()
 			ctx := testutil.Context(t)
 			l := launcher(t, m)
-			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := newConfiner(t, l, sandbox.ConfinerOptions{})
 			p := policy(t)
 			dn, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 			if err != nil {
@@ -382,11 +356,7 @@ func TestWorkdirOutsideRoot(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			l := launcher(t, m)
-			c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := newConfiner(t, l, sandbox.ConfinerOptions{})
 			root, elsewhere := t.TempDir(), t.TempDir()
 			run := func(command string) (string, int) {
 				out, ws := runConfined(t, c, executor.Spec{Command: command, Workdir: elsewhere, Root: root, Owner: "s"})

@@ -58,11 +58,7 @@ func TestZygoteStartTimeout(t *testing.T) {
 	ctx := testutil.Context(t)
 	m := modes(t)[0]
 	l := launcher(t, m)
-	c, err := sandbox.NewConfiner(sandbox.ConfinerOptions{Launcher: l, TempParent: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newConfiner(t, l, sandbox.ConfinerOptions{})
 	work := t.TempDir()
 	start := func(command string) (executor.Process, error) {
 		w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
