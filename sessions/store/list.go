@@ -150,7 +150,7 @@ func (s *Store) info(id string, hasMeta bool, buf *[]byte) (Info, bool) {
 		}
 		// An unreadable sidecar: the log decides.
 	}
-	f, err := os.Open(s.logPath(id))
+	f, err := openRegular(s.logPath(id), os.O_RDONLY, 0)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) { // deleted meanwhile is no news
 			log("store: unreadable session file skipped", zap.Error(err))
@@ -234,22 +234,41 @@ func readDir(dir string) ([]os.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
-// readSmall reads a small file into *buf (grown as needed) in three system
-// calls: List does this once per session, and os.ReadFile's stat, extra
-// read and poller registration were most of List's time.
+// maxMeta bounds a sidecar: its id, cwd (a path) and title (TitleMax
+// characters) take a few KiB at most.
+const maxMeta = 64 << 10
+
+// readSmall reads a small regular file (a sidecar) into *buf (grown as
+// needed, up to maxMeta) in four system calls: List does this once per
+// session, and os.ReadFile's extra read and poller registration were most
+// of List's time. A link is not followed and a FIFO does not block the
+// open; neither is read (errNotRegular).
 func readSmall(path string, buf *[]byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	for errors.Is(err, unix.EINTR) {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	}
+	if errors.Is(err, unix.ELOOP) {
+		err = errNotRegular
 	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
 	b := *buf
 	n := 0
 	for {
 		if n == len(b) {
+			if n >= maxMeta {
+				return nil, fmt.Errorf("read %s: over %d bytes", path, maxMeta)
+			}
 			b = append(b, make([]byte, len(b))...)
 			*buf = b
 		}

@@ -49,7 +49,7 @@ func sameFile(f *os.File) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	pi, err := os.Stat(f.Name())
+	pi, err := os.Lstat(f.Name())
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // maxHeader bounds how much of a file is read to find its header line.
@@ -90,7 +91,7 @@ func (s *Store) Create(id, cwd string) (*Session, error) {
 
 func (s *Store) create(id, cwd string) (*Session, error) {
 	path := s.logPath(id)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		return nil, ErrExists
 	}
@@ -160,11 +161,13 @@ func (s *Store) Open(id string) (*Session, error) {
 }
 
 func (s *Store) openLocked(id string) (*Session, error) {
-	f, err := os.OpenFile(s.logPath(id), os.O_RDWR|os.O_APPEND, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	f, err := openRegular(s.logPath(id), os.O_RDWR|os.O_APPEND, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, ErrNotFound
-	}
-	if err != nil {
+	case errors.Is(err, errNotRegular):
+		return nil, fmt.Errorf("%w: %w", ErrForeign, err)
+	case err != nil:
 		return nil, err
 	}
 	ok := false
@@ -185,15 +188,17 @@ func (s *Store) openLocked(id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+	// Checked before reading a byte: a sparse file of gigabytes costs
+	// nothing to make and would end the process (and every session in it).
+	if fi.Size() > s.maxLogBytes {
+		return nil, fmt.Errorf("%w: %s is %s, over the %s this dsh-acp loads", ErrTooLarge,
+			f.Name(), humanBytes(fi.Size()), humanBytes(s.maxLogBytes))
 	}
 	sess := &Session{store: s, id: id, f: f}
-	if err := sess.load(data); err != nil {
+	if err := sess.load(io.NewSectionReader(f, 0, fi.Size())); err != nil {
 		return nil, err
 	}
-	if sess.size < int64(len(data)) {
+	if sess.size < fi.Size() {
 		// Cut the torn tail so the next line does not glue onto it. Ours to
 		// cut: the header is ours and we hold the lock.
 		if err := f.Truncate(sess.size); err != nil {
@@ -211,6 +216,20 @@ func (s *Store) openLocked(id string) (*Session, error) {
 	return sess, nil
 }
 
+// humanBytes is n in the largest binary unit that keeps it at least 1.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
 // parseHeader reads a header line; not ours is ErrForeign, newer is
 // ErrNewerVersion.
 func parseHeader(line []byte) (Header, error) {
@@ -224,14 +243,19 @@ func parseHeader(line []byte) (Header, error) {
 	return h, nil
 }
 
-// load parses a whole session file into sess.
-func (sess *Session) load(data []byte) error {
+// load reads a session file into sess, a line at a time: the file is never
+// held in memory whole, only the entries it decodes to.
+func (sess *Session) load(r io.Reader) error {
 	log := sess.store.log.With(zap.String("session", sess.id))
-	nl := bytes.IndexByte(data, '\n')
-	if nl < 0 {
+	lr := lineReader{r: bufio.NewReaderSize(r, 64<<10)}
+	first, complete, err := lr.next()
+	if err != nil {
+		return err
+	}
+	if !complete || len(first) > maxHeader {
 		return ErrForeign
 	}
-	h, err := parseHeader(data[:nl])
+	h, err := parseHeader(first)
 	if err != nil {
 		return err
 	}
@@ -240,36 +264,77 @@ func (sess *Session) load(data []byte) error {
 	}
 	sess.header = h
 	sess.meta = meta{Format: Format, Version: Version, ID: h.ID, Cwd: h.Cwd, Created: h.Created, Updated: h.Created}
-	off := nl + 1
-	sess.size = int64(off)
-	for lineNo := 2; off < len(data); lineNo++ {
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			log.Warn("store: torn last line ignored", zap.Int("line", lineNo), zap.Int("bytes", len(data)-off))
-			break
+	sess.size = lr.off
+	for lineNo := 2; ; lineNo++ {
+		line, complete, err := lr.next()
+		if err != nil {
+			return err
 		}
-		line := data[off : off+end]
-		off += end + 1
-		sess.size = int64(off)
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+		if !complete {
+			if len(line) > 0 {
+				log.Warn("store: torn last line ignored", zap.Int("line", lineNo), zap.Int("bytes", len(line)))
+			}
+			return nil
 		}
-		var e Entry
-		if err := json.Unmarshal(line, &e); err != nil {
-			log.Warn("store: unreadable line skipped", zap.Int("line", lineNo), zap.Error(err))
-			continue
-		}
-		if e.Seq > sess.seq {
-			sess.seq = e.Seq
-		}
-		if newPayload(e.Kind) == nil {
-			log.Warn("store: entry of unknown kind skipped", zap.Int("line", lineNo), zap.String("kind", string(e.Kind)))
-			continue
-		}
-		sess.entries = append(sess.entries, e)
-		sess.noteMeta(e.Kind, e.Data, e.Time)
+		sess.size = lr.off
+		sess.loadLine(line, lineNo, log)
 	}
-	return nil
+}
+
+// loadLine adds the entry of one complete line, skipping (with a warning)
+// a line that does not parse or an entry of an unknown kind.
+func (sess *Session) loadLine(line []byte, lineNo int, log *zap.Logger) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	var e Entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		log.Warn("store: unreadable line skipped", zap.Int("line", lineNo), zap.Error(err))
+		return
+	}
+	if e.Seq > sess.seq {
+		sess.seq = e.Seq
+	}
+	if newPayload(e.Kind) == nil {
+		log.Warn("store: entry of unknown kind skipped", zap.Int("line", lineNo), zap.String("kind", string(e.Kind)))
+		return
+	}
+	sess.entries = append(sess.entries, e)
+	sess.noteMeta(e.Kind, e.Data, e.Time)
+}
+
+// lineReader splits a file into lines and counts the bytes consumed.
+type lineReader struct {
+	r *bufio.Reader
+	// off is where the last complete line returned ends.
+	off int64
+	// long holds a line longer than r's buffer while it is gathered.
+	long []byte
+}
+
+// next returns the next line without its newline; complete is false for
+// the last bytes of the file when no newline ends them (a torn line, or
+// nothing at the end of the file). The line is valid until the next call.
+func (lr *lineReader) next() (line []byte, complete bool, err error) {
+	lr.long = lr.long[:0]
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		switch {
+		case err == nil:
+			if len(lr.long) > 0 {
+				chunk = append(lr.long, chunk...)
+				lr.long = chunk
+			}
+			lr.off += int64(len(chunk))
+			return chunk[:len(chunk)-1], true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			lr.long = append(lr.long, chunk...)
+		case errors.Is(err, io.EOF):
+			return append(lr.long, chunk...), false, nil
+		default:
+			return nil, false, fmt.Errorf("read session file: %w", err)
+		}
+	}
 }
 
 // noteMeta keeps the sidecar's fields up to date with an entry.
@@ -402,20 +467,16 @@ func (sess *Session) sync() error {
 	return nil
 }
 
-// writeMeta replaces the sidecar atomically (write, rename), so List never
-// sees half of one. It is not fsynced: it is derived from the log, which is,
+// writeMeta replaces the sidecar atomically (write a fresh temporary file,
+// rename), so List never sees half of one and nothing planted beside it is
+// followed. It is not fsynced: it is derived from the log, which is,
 // and Open rewrites it.
 func (sess *Session) writeMeta() error {
 	data, err := json.Marshal(sess.meta)
 	if err != nil {
 		return err
 	}
-	path := sess.store.metaPath(sess.id)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write sidecar: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := replaceFile(sess.store.metaPath(sess.id), data, false); err != nil {
 		return fmt.Errorf("write sidecar: %w", err)
 	}
 	sess.metaDirty = false
@@ -476,11 +537,13 @@ func (s *Store) Delete(id string) error {
 
 func (s *Store) delete(id string) error {
 	path := s.logPath(id)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	f, err := openRegular(path, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return ErrNotFound
-	}
-	if err != nil {
+	case errors.Is(err, errNotRegular):
+		return fmt.Errorf("%w: %w", ErrForeign, err)
+	case err != nil:
 		return err
 	}
 	defer f.Close()
@@ -506,7 +569,7 @@ func (s *Store) delete(id string) error {
 	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	os.Remove(s.metaPath(id) + ".tmp") // left by a writer killed mid-rename, if any
+	removeTemps(s.metaPath(id)) // left by a writer killed mid-rename, if any
 	if err := os.Remove(path); err != nil {
 		return err
 	}

@@ -63,6 +63,9 @@ var (
 	ErrBadCursor = errors.New("malformed list cursor")
 	// ErrBadID: Create was given an id that cannot name a file.
 	ErrBadID = errors.New("invalid session id")
+	// ErrTooLarge: the session file is over the bound the store loads
+	// (Options.MaxLogBytes); it is left untouched.
+	ErrTooLarge = errors.New("session file is too large to load")
 	// ErrClosed: the Session was closed.
 	ErrClosed = errors.New("session closed")
 )
@@ -79,7 +82,15 @@ type Options struct {
 	// FlushBytes is how many buffered bytes make Append write through before
 	// the next Sync (without fsync); zero means 64 KiB.
 	FlushBytes int
+	// MaxLogBytes bounds the size of a session file Open loads (ErrTooLarge
+	// past it); zero means DefaultMaxLogBytes.
+	MaxLogBytes int64
 }
+
+// DefaultMaxLogBytes is the largest session file Open loads by default: a
+// loaded session costs about its file's size in memory, and a year of a
+// busy session's turns is well under it.
+const DefaultMaxLogBytes = 1 << 30
 
 // Store is a state directory. Safe for concurrent use; several processes may
 // use the same directory at once.
@@ -88,6 +99,8 @@ type Store struct {
 	log        *zap.Logger
 	now        func() time.Time
 	flushBytes int
+	// maxLogBytes: see Options.MaxLogBytes.
+	maxLogBytes int64
 
 	// mu guards open.
 	mu sync.Mutex
@@ -104,11 +117,15 @@ func New(opts Options) (*Store, error) {
 		return nil, errors.New("store: no state directory")
 	}
 	s := &Store{
-		dir:        opts.Dir,
-		log:        opts.Logger,
-		now:        opts.Now,
-		flushBytes: opts.FlushBytes,
-		open:       map[string]bool{},
+		dir:         opts.Dir,
+		log:         opts.Logger,
+		now:         opts.Now,
+		flushBytes:  opts.FlushBytes,
+		maxLogBytes: opts.MaxLogBytes,
+		open:        map[string]bool{},
+	}
+	if s.maxLogBytes <= 0 {
+		s.maxLogBytes = DefaultMaxLogBytes
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -140,9 +157,13 @@ func (s *Store) ensureDirs() error {
 	if err := os.Mkdir(sd, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("make sessions dir: %w", err)
 	}
-	fi, err := os.Stat(sd)
+	// Lstat: a link put in its place is not ours to write through.
+	fi, err := os.Lstat(sd)
 	if err != nil {
 		return fmt.Errorf("make sessions dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("make sessions dir: %s is not a directory", sd)
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(sd, 0o700); err != nil {

@@ -27,7 +27,7 @@ func (s *Store) NextTaskIDs(n int) (int64, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return 0, fmt.Errorf("reserve task ids: %w", err)
 	}
-	lf, err := os.OpenFile(filepath.Join(s.dir, "task-ids.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	lf, err := openRegular(filepath.Join(s.dir, "task-ids.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("reserve task ids: %w", err)
 	}
@@ -37,7 +37,7 @@ func (s *Store) NextTaskIDs(n int) (int64, error) {
 	}
 	path := filepath.Join(s.dir, "task-ids")
 	next := int64(1)
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, 64)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -58,24 +58,5 @@ func (s *Store) NextTaskIDs(n int) (int64, error) {
 // writeDurable replaces path with data so that after a crash it holds the
 // old data or the new, and the new once writeDurable returns.
 func writeDurable(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return replaceFile(path, data, true)
 }
