@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 //	hold DIR ID    open session ID, append a prompt and Sync it, append a
 //	               second prompt without Sync, print "ready", then wait for
 //	               stdin to close (or to be killed).
+//	load DIR ID    open session ID and print how many entries it has.
 //	tasks DIR N    print "ready", wait for a line on stdin, then reserve N
 //	               task ids one by one, printing each.
 func helper(mode string, args []string) int {
@@ -57,6 +58,16 @@ func helper(mode string, args []string) int {
 		}
 		fmt.Println("ready")
 		io.Copy(io.Discard, in)
+		return 0
+	case "load":
+		// Peak RSS is what the parent measures: nothing else is done.
+		sess, err := st.Open(args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(len(sess.Entries()))
+		sess.Close()
 		return 0
 	case "tasks":
 		n, _ := strconv.Atoi(args[1])
