@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -77,6 +78,10 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	// store is synced at this turn boundary, however the turn ended.
 	s.Finish(out)
 	s.Sync()
+	if news := s.SaveNews(); news != "" {
+		// In the answer, where the user reads; the model never sees it.
+		ui.send(messageChunk(agent.Event{Text: "\n\n" + news, MessageID: uuid.NewString()}))
+	}
 	if runErr != nil {
 		log.Warn("prompt failed", zap.Error(runErr))
 		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32603, Message: runErr.Error()}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -46,7 +47,9 @@ func (s *Session) persist(p store.Payload) int64 {
 }
 
 // Sync makes what was persisted durable: at every turn boundary and after
-// a change made outside a turn.
+// a change made outside a turn. What could not be written stays buffered
+// and the next Sync tries again (a full disk that was freed meanwhile
+// loses nothing); SaveNews says whether the editor should hear of it.
 func (s *Session) Sync() {
 	s.mu.Lock()
 	st := s.stored
@@ -54,9 +57,34 @@ func (s *Session) Sync() {
 	if st == nil {
 		return
 	}
-	if err := st.Sync(); err != nil {
+	err := st.Sync()
+	if errors.Is(err, store.ErrClosed) {
+		return
+	}
+	if err != nil {
 		s.log.Warn("session not synced to the store", zap.Error(err))
 	}
+	s.mu.Lock()
+	s.saveErr = err
+	s.mu.Unlock()
+}
+
+// SaveNews is what the editor is to be told, at the end of a turn, about
+// the session's storage: once when the session stops being saved (and
+// why), once when it is saved again; "" otherwise. A full disk is not a
+// reason to fail the turn: the conversation goes on in memory.
+func (s *Session) SaveNews() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.saveErr != nil && !s.toldUnsaved:
+		s.toldUnsaved = true
+		return fmt.Sprintf("This session is not being saved: %v. The conversation goes on; saving is retried at the end of every turn, and you will be told when it works again.", s.saveErr)
+	case s.saveErr == nil && s.toldUnsaved:
+		s.toldUnsaved = false
+		return "This session is being saved again; nothing of it was lost."
+	}
+	return ""
 }
 
 // closeStore syncs and releases the session's stored file.

@@ -298,6 +298,11 @@ type Session struct {
 	model   string
 	gone    map[string]bool
 	updated time.Time
+	// saveErr is why the last Sync failed; nil when it succeeded.
+	saveErr error
+	// toldUnsaved: the editor was told the session is not being saved, and
+	// not yet that it is again (SaveNews).
+	toldUnsaved bool
 	// tools is the session's own tool source; nil when it has none.
 	tools Tools
 }
