@@ -18,17 +18,16 @@ var _ acpsdk.AgentLoader = (*Agent)(nil)
 
 // LoadSession makes a stored session live with the cwd given and replays
 // its conversation as session/update notifications before it answers. A
-// session already live here is returned as is, without a replay (this
-// connection saw it happen).
+// session already live here keeps its state and is replayed too: the
+// protocol says load replays, and a client reopening a thread it never
+// closed would otherwise show it empty.
 func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (resp acpsdk.LoadSessionResponse, err error) {
 	defer a.recoverTo("session/load", &err)
 	l, err := a.open(string(p.SessionId), p.Cwd, p.McpServers)
 	if err != nil {
 		return resp, toRequestError(err)
 	}
-	if !l.WasLive {
-		a.replay(ctx, l.Session.ID, l.Entries)
-	}
+	a.replay(ctx, l.Session.ID, l.Entries)
 	a.announceCommands(l.Session.ID)
 	return acpsdk.LoadSessionResponse{Modes: a.modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
 }

@@ -283,3 +283,43 @@ func copyStore(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// session/load of a session live in this process replays it too, with a
+// store and without: a client reopening a thread it never closed shows it
+// whole, and the session keeps its state.
+func TestLoadLiveReplays(t *testing.T) {
+	t.Parallel()
+	for _, stored := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stored=%v", stored), func(t *testing.T) {
+			t.Parallel()
+			prov := script{"list it": steps(bash("call_1", "echo hi"), text("done"))}
+			o := harnessOptions{provider: prov}
+			if stored {
+				o.store = newStore(t, t.TempDir())
+			}
+			h := newHarness(t, o)
+			sid, cwd := h.newSession(sessions.ModeAuto)
+			if _, err := h.prompt(sid, "list it"); err != nil {
+				t.Fatal(err)
+			}
+			h.client.waitUpdate(t, h.ctx, sid, "the call's end", isFinal("call_1"))
+			from := len(h.client.updatesOf(sid))
+			if _, err := h.conn.LoadSession(h.ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
+				t.Fatal(err)
+			}
+			var prompt string
+			var call *acpsdk.SessionUpdateToolCall
+			for _, u := range h.client.updatesOf(sid)[from:] {
+				if u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil {
+					prompt += u.UserMessageChunk.Content.Text.Text
+				}
+				if u.ToolCall != nil && u.ToolCall.ToolCallId == "call_1" {
+					call = u.ToolCall
+				}
+			}
+			if prompt != "list it" || call == nil || call.Status != acpsdk.ToolCallStatusCompleted || !strings.Contains(contentText(call.Content), "hi") {
+				t.Errorf("replay of a live session: prompt %q, call %+v", prompt, call)
+			}
+		})
+	}
+}

@@ -1,12 +1,15 @@
 package sessions
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
@@ -26,8 +29,9 @@ var (
 // Loaded is a session made live by Open.
 type Loaded struct {
 	Session *Session
-	// Entries are the stored entries, for replay; nil when the session was
-	// already live here.
+	// Entries are the session's conversation as stored entries, for replay:
+	// read back from its store, also when the session was live here already
+	// (a client reopening a thread it never closed shows it whole).
 	Entries []store.Entry
 	// WasLive: the session was live in this process already and is
 	// returned as is.
@@ -48,7 +52,7 @@ func (r *Registry) Open(id, cwd string) (Loaded, error) {
 		r.mu.Lock()
 		if s := r.byID[id]; s != nil {
 			r.mu.Unlock()
-			return Loaded{Session: s, WasLive: true}, nil
+			return Loaded{Session: s, Entries: s.replayEntries(), WasLive: true}, nil
 		}
 		wait := r.loading[id]
 		if wait == nil {
@@ -130,6 +134,47 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	}
 	s.Sync()
 	return Loaded{Session: s, Entries: entries}, nil
+}
+
+// replayEntries is a live session's conversation as entries: read back
+// from its store, or made from its history when it has none (sessions not
+// stored), with what a replay can show of it.
+func (s *Session) replayEntries() []store.Entry {
+	s.mu.Lock()
+	st := s.stored
+	hist := append([]agent.Message(nil), s.history...)
+	s.mu.Unlock()
+	if st != nil {
+		entries, err := st.ReadEntries()
+		if err == nil {
+			return entries
+		}
+		s.log.Warn("stored session not read back for a replay; replaying its history", zap.Error(err))
+	}
+	var out []store.Entry
+	for i, m := range hist {
+		var p store.Payload
+		switch m.Role {
+		case agent.RoleUser:
+			p = store.Prompt{Text: m.Content}
+		case agent.RoleAssistant:
+			a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent}
+			for _, c := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+			p = a
+		case agent.RoleTool:
+			p = store.ToolResult{CallID: m.ToolCallID, Text: m.Content}
+		default:
+			continue
+		}
+		data, err := json.Marshal(p)
+		if err != nil {
+			continue
+		}
+		out = append(out, store.Entry{Seq: int64(i + 1), Kind: p.Kind(), Data: data})
+	}
+	return out
 }
 
 // abortedText answers, in a rebuilt history, a tool call whose result was

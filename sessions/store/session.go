@@ -337,6 +337,41 @@ func (lr *lineReader) next() (line []byte, complete bool, err error) {
 	}
 }
 
+// ReadEntries reads back every entry of the session, those appended since
+// Open included (a replay of a session live in this process). Lines that do
+// not parse and kinds not known are skipped, as Open skips them.
+func (sess *Session) ReadEntries() ([]Entry, error) {
+	// The file up to size is never rewritten (appends only; a failed write
+	// is cut back to size), so it is read without holding the lock that
+	// the turn's appends need.
+	sess.mu.Lock()
+	if sess.closed {
+		sess.mu.Unlock()
+		return nil, ErrClosed
+	}
+	size := sess.size
+	pending := bytes.Clone(sess.buf)
+	sess.mu.Unlock()
+	lr := lineReader{r: bufio.NewReaderSize(io.MultiReader(io.NewSectionReader(sess.f, 0, size), bytes.NewReader(pending)), 64<<10)}
+	var out []Entry
+	for first := true; ; first = false {
+		line, complete, err := lr.next()
+		if err != nil {
+			return nil, err
+		}
+		if !complete {
+			return out, nil
+		}
+		if first {
+			continue // the header
+		}
+		var e Entry
+		if json.Unmarshal(line, &e) == nil && newPayload(e.Kind) != nil {
+			out = append(out, e)
+		}
+	}
+}
+
 // noteMeta keeps the sidecar's fields up to date with an entry.
 func (sess *Session) noteMeta(k Kind, data []byte, t time.Time) {
 	switch k {
