@@ -52,14 +52,42 @@ func (a *Agent) announceCommands(sid string) {
 // announceAfterReply announces the session's commands once the reply that
 // carries its id (session/new's) has been written.
 func (a *Agent) announceAfterReply(sid string) {
+	a.announce.madeLive(sid)
 	a.announce.add(sid, func() { a.announceCommands(sid) })
 }
 
-// announcer holds what is to be sent after the reply naming a session.
+// announcer holds what is to be sent after the reply naming a session,
+// and which sessions are to hear their commands again at their next prompt.
 type announcer struct {
-	// mu guards pending.
+	// mu guards pending and atPrompt.
 	mu      sync.Mutex
 	pending map[string]func()
+	// atPrompt holds the sessions made live (new, load, resume) that have
+	// had no prompt since: clients that register a session only once they
+	// read the reply naming it (the Go SDK's, acp.el) drop what came before
+	// as "unknown session", so the first prompt announces the commands
+	// again.
+	atPrompt map[string]bool
+}
+
+// madeLive marks sid to announce its commands at its next prompt.
+func (an *announcer) madeLive(sid string) {
+	an.mu.Lock()
+	defer an.mu.Unlock()
+	if an.atPrompt == nil {
+		an.atPrompt = map[string]bool{}
+	}
+	an.atPrompt[sid] = true
+}
+
+// takePrompt reports whether sid's prompt is to announce its commands, and
+// clears the mark.
+func (an *announcer) takePrompt(sid string) bool {
+	an.mu.Lock()
+	defer an.mu.Unlock()
+	ok := an.atPrompt[sid]
+	delete(an.atPrompt, sid)
+	return ok
 }
 
 func (an *announcer) add(sid string, f func()) {

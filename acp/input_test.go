@@ -94,6 +94,18 @@ func (c *rawConn) reply(id string) frame {
 	}
 }
 
+// nextReply is the next reply the agent wrote, whatever its id
+// (notifications are skipped: a session's first prompt announces its
+// commands).
+func (c *rawConn) nextReply() frame {
+	c.t.Helper()
+	for {
+		if f := c.recv(); len(f.ID) != 0 {
+			return f
+		}
+	}
+}
+
 // waitLine waits for a line the agent wrote that matches re and returns the
 // first submatch.
 func (c *rawConn) waitLine(re *regexp.Regexp) string {

@@ -29,6 +29,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (r
 	}
 	a.replay(ctx, l.Session.ID, l.Entries)
 	a.announceCommands(l.Session.ID)
+	a.announce.madeLive(l.Session.ID)
 	return acpsdk.LoadSessionResponse{Modes: a.modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
 }
 
@@ -40,6 +41,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 		return resp, toRequestError(err)
 	}
 	a.announceCommands(l.Session.ID)
+	a.announce.madeLive(l.Session.ID)
 	return acpsdk.ResumeSessionResponse{Modes: a.modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
 }
 

@@ -323,3 +323,51 @@ func TestLoadLiveReplays(t *testing.T) {
 		})
 	}
 }
+
+// The slash commands reach clients that drop what comes before they know a
+// session: they are announced again at the start of its first prompt, and
+// again at the first prompt after a session/load or session/resume.
+func TestCommandsAnnouncedAtFirstPrompt(t *testing.T) {
+	t.Parallel()
+	prov := script{"one": steps(text("1")), "two": steps(text("2")), "three": steps(text("3")), "four": steps(text("4"))}
+	h := newHarness(t, harnessOptions{provider: prov, store: newStore(t, t.TempDir())})
+	sid, cwd := h.newSession(sessions.ModeAuto)
+	commands := func(prompt string) int {
+		t.Helper()
+		from := len(h.client.allUpdatesOf(sid))
+		if _, err := h.prompt(sid, prompt); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for i, u := range h.client.allUpdatesOf(sid)[from:] {
+			if u.AvailableCommandsUpdate != nil {
+				if i != 0 {
+					t.Errorf("%s: commands announced as update %d, want first", prompt, i)
+				}
+				if len(u.AvailableCommandsUpdate.AvailableCommands) == 0 {
+					t.Errorf("%s: no commands", prompt)
+				}
+				n++
+			}
+		}
+		return n
+	}
+	if n := commands("one"); n != 1 {
+		t.Errorf("first prompt announced the commands %d times, want 1", n)
+	}
+	if n := commands("two"); n != 0 {
+		t.Errorf("second prompt announced the commands %d times, want 0", n)
+	}
+	if _, err := h.conn.LoadSession(h.ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := commands("three"); n != 1 {
+		t.Errorf("first prompt after load announced the commands %d times, want 1", n)
+	}
+	if _, err := h.conn.ResumeSession(h.ctx, acpsdk.ResumeSessionRequest{SessionId: sid, Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	if n := commands("four"); n != 1 {
+		t.Errorf("first prompt after resume announced the commands %d times, want 1", n)
+	}
+}

@@ -48,6 +48,9 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
 	}
 
+	if a.announce.takePrompt(s.ID) {
+		a.announceCommands(s.ID)
+	}
 	a.mu.Lock()
 	terminal := a.terminalOutput
 	a.mu.Unlock()

@@ -509,12 +509,12 @@ func TestBackToBackPrompts(t *testing.T) {
 		c.send(first + "\n" + second)
 		// The second prompt hangs in its model request until cancelled, so
 		// the first answer must be the first prompt's, cancelled.
-		got := c.recv()
+		got := c.nextReply()
 		if string(got.ID) != fmt.Sprint(200+i) || !strings.Contains(string(got.Result), `"stopReason":"cancelled"`) {
 			t.Fatalf("run %d: first answer id=%s result=%s, want id %d cancelled", i, got.ID, got.Result, 200+i)
 		}
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sid))
-		got = c.recv()
+		got = c.nextReply()
 		if string(got.ID) != fmt.Sprint(300+i) || !strings.Contains(string(got.Result), `"stopReason":"cancelled"`) {
 			t.Fatalf("run %d: second answer id=%s result=%s", i, got.ID, got.Result)
 		}
