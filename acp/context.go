@@ -73,7 +73,7 @@ func compactionEnd(c agent.Compaction, err error) acpsdk.SessionUpdate {
 	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID),
 		acpsdk.WithUpdateStatus(acpsdk.ToolCallStatusCompleted),
 		acpsdk.WithUpdateContent([]acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(
-			fmt.Sprintf("%d messages summarized; %d → %d tokens", c.KeptFrom, c.PreTokens, c.PostTokens)))}),
+			fmt.Sprintf("%d messages summarized; %d → %d tokens", c.Summarized(), c.PreTokens, c.PostTokens)))}),
 	)
 	up.ToolCallUpdate.Meta = map[string]any{"contextCompaction": map[string]any{
 		"trigger": c.Trigger, "preTokens": c.PreTokens, "postTokens": c.PostTokens,

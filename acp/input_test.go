@@ -71,7 +71,10 @@ func (m *model) maxLen() int {
 
 func newInputConn(t *testing.T) (*rawConn, *model, *sessions.Registry) {
 	m := &model{}
-	a, reg := newAgent(t, harnessOptions{provider: m.provider()})
+	// A window that holds the test's 6 MB prompts: a prompt that does not
+	// fit is refused whole (it is never summarized), and these tests are
+	// of what the input does to the agent.
+	a, reg := newAgent(t, harnessOptions{provider: m.provider(), contextWindow: 8_000_000})
 	c := newRawConnTo(t, a)
 	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1}}`)
 	c.reply(`"init"`)

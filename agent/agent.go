@@ -234,6 +234,12 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	}
 	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt}}}
 	record(out.Messages[0])
+	// The prompt in hand is never summarized: one that does not fit the
+	// window by itself cannot be sent at all.
+	if need := estimateRequest(Request{Messages: []Message{system, out.Messages[0]}, Tools: l.specs(t.Extra)}); need > l.window() {
+		return out, fmt.Errorf("%w: this prompt alone is about %d tokens with the system prompt and tools, more than the model's context window of %d tokens, and a prompt is never summarized; it was not sent: shorten it or attach less",
+			ErrContextExceeded, need, l.window())
+	}
 	// conv is the conversation the model is sent: History and the turn's
 	// messages, with compactions applied.
 	conv := make([]Message, 0, len(t.History)+8)
@@ -249,6 +255,9 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		keep(m)
 		record(m)
 	}
+	// pin is where the prompt in hand is in conv: no compaction summarizes
+	// it.
+	pin := len(t.History)
 	// used is the size of the last request with its answer, which covered
 	// conv[:covered]; 0 when unknown.
 	used, covered := t.Usage.Used, len(t.History)
@@ -256,9 +265,14 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	// threshold; another would not help either.
 	uselessCompaction := false
 	compact := func(trigger string) bool {
-		next, c, err := l.compact(ctx, t.Model, conv, trigger, "", emit, log)
+		next, c, err := l.compact(ctx, t.Model, conv, pin, trigger, "", emit, log)
 		if err != nil {
 			return false
+		}
+		if c.PromptKept {
+			pin = 1 // right after the summary
+		} else {
+			pin = pin - c.KeptFrom + 1
 		}
 		conv = next
 		out.History = conv

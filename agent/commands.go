@@ -75,7 +75,7 @@ func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit fu
 	switch name {
 	case CommandCompact:
 		conv := append([]Message(nil), t.History...)
-		next, _, err := l.compact(ctx, t.Model, conv, TriggerManual, arg, emit, log)
+		next, _, err := l.compact(ctx, t.Model, conv, -1, TriggerManual, arg, emit, log)
 		switch {
 		case errors.Is(err, ErrNothingToCompact):
 			say("Nothing to compact yet: the conversation is short enough to keep as it is.")

@@ -22,7 +22,9 @@ const (
 // The conversation it applies to is the one the turn sends the model: the
 // turn's History followed by every message added since (Outcome.Messages so
 // far), with earlier compactions of the turn applied. After it, that
-// conversation is Message() followed by its messages from KeptFrom on.
+// conversation is Message(), then the prompt in hand when PromptKept
+// (never summarized: the model answers the user's words, not a summary of
+// them), then its messages from KeptFrom on.
 type Compaction struct {
 	// ID is the tool call id the editor is shown for it.
 	ID string
@@ -36,8 +38,13 @@ type Compaction struct {
 	// how many messages the summary replaced. len(conversation) when none
 	// was kept.
 	KeptFrom int
-	// Kept is how many messages were kept verbatim after the summary.
+	// Kept is how many messages were kept verbatim from KeptFrom on.
 	Kept int
+	// PromptKept: the prompt in hand, at index PromptAt, lay before
+	// KeptFrom and was kept verbatim right after the summary. Otherwise the
+	// prompt, if any, is among the kept messages.
+	PromptKept bool
+	PromptAt   int
 	// PreTokens and PostTokens are the conversation's estimated size before
 	// and after, in tokens (system prompt and tools not counted).
 	PreTokens  int
@@ -51,6 +58,10 @@ const summaryIntro = "The earlier part of this conversation was compacted to fit
 func (c Compaction) Message() Message {
 	return Message{Role: RoleUser, Content: summaryIntro + c.Summary}
 }
+
+// promptPlaceholder stands for the prompt in hand in a summary request:
+// what the summary is of never includes it.
+const promptPlaceholder = "(the user's current request: it is kept word for word after your summary, do not summarize it)"
 
 // SummaryMessage builds the message a stored compaction stands for, for a
 // session rebuilt from its store.
@@ -117,17 +128,20 @@ const (
 	maxRenderedMessage = 16000
 )
 
-// summaryRequest asks the model to summarize msgs.
-func summaryRequest(msgs []Message, focus string) Request {
+// summaryRequest asks the model to summarize msgs; msgs[pin] (pin >= 0)
+// is the prompt in hand, which is not sent, only named.
+func summaryRequest(msgs []Message, pin int, focus string) Request {
 	var b strings.Builder
 	b.WriteString("Summarize the conversation below.")
 	if focus != "" {
 		fmt.Fprintf(&b, " Focus on: %s", focus)
 	}
 	b.WriteString("\n\n<conversation>\n")
-	for _, m := range msgs {
-		switch m.Role {
-		case RoleTool:
+	for i, m := range msgs {
+		switch {
+		case i == pin:
+			fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, promptPlaceholder)
+		case m.Role == RoleTool:
 			fmt.Fprintf(&b, "[tool result %s]\n%s\n\n", m.ToolCallID, cutMiddle(m.Content, maxRenderedResult))
 		default:
 			fmt.Fprintf(&b, "[%s]\n", m.Role)
@@ -167,25 +181,39 @@ func cutMiddle(s string, max int) string {
 func runeStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // compact summarizes the older part of conv (asking model, empty for the
-// provider's own) and returns the new
-// conversation. The editor sees it start and end (EventCompactionStart,
+// provider's own) and returns the new conversation. conv[pin] is the
+// prompt in hand (pin < 0: none, as for /compact): it is never summarized,
+// and stays word for word after the summary when the cut falls after it.
+// The editor sees the compaction start and end (EventCompactionStart,
 // EventCompactionEnd); on failure conv is returned unchanged with the error.
-func (l *Loop) compact(ctx context.Context, model string, conv []Message, trigger, focus string, emit func(Event), log *zap.Logger) ([]Message, Compaction, error) {
+func (l *Loop) compact(ctx context.Context, model string, conv []Message, pin int, trigger, focus string, emit func(Event), log *zap.Logger) ([]Message, Compaction, error) {
 	budget := int(float64(l.window()) * keepShare)
 	k := cutPoint(conv, budget)
-	// An automatic compaction of one message would only summarize the
-	// prompt in hand: the request goes as it is (and the endpoint judges).
-	if k == 0 || (trigger == TriggerAuto && k < 2) {
+	if pin >= len(conv) {
+		pin = -1
+	}
+	promptKept := pin >= 0 && pin < k
+	// Summarized are conv[:k] but the prompt: something must be, and an
+	// automatic compaction of a single message would not make room.
+	summarized := k
+	if promptKept {
+		summarized--
+	}
+	if summarized == 0 || (trigger == TriggerAuto && summarized < 2) {
 		return conv, Compaction{}, ErrNothingToCompact
 	}
-	c := Compaction{ID: "compact-" + uuid.NewString(), Trigger: trigger, Focus: focus, KeptFrom: k, PreTokens: EstimateMessages(conv)}
+	c := Compaction{ID: "compact-" + uuid.NewString(), Trigger: trigger, Focus: focus, KeptFrom: k, PromptKept: promptKept, PromptAt: pin, PreTokens: EstimateMessages(conv)}
 	emit(Event{Kind: EventCompactionStart, Compaction: c})
 	fail := func(err error) ([]Message, Compaction, error) {
 		log.Warn("compaction failed", zap.String("trigger", trigger), zap.Error(err))
 		emit(Event{Kind: EventCompactionEnd, Compaction: c, Err: err})
 		return conv, c, err
 	}
-	req := summaryRequest(conv[:k], focus)
+	hidden := -1
+	if promptKept {
+		hidden = pin
+	}
+	req := summaryRequest(conv[:k], hidden, focus)
 	req.Model = model
 	resp, err := l.Provider.Stream(ctx, req, func(Delta) {})
 	if err != nil {
@@ -203,14 +231,25 @@ func (l *Loop) compact(ctx context.Context, model string, conv []Message, trigge
 	}
 	c.Summary = summary
 	c.Kept = len(conv) - k
-	next := make([]Message, 0, 1+len(conv)-k)
+	next := make([]Message, 0, 2+len(conv)-k)
 	next = append(next, c.Message())
+	if promptKept {
+		next = append(next, conv[pin])
+	}
 	next = append(next, conv[k:]...)
 	c.PostTokens = EstimateMessages(next)
-	log.Info("conversation compacted", zap.String("trigger", trigger), zap.Int("messages", k),
+	log.Info("conversation compacted", zap.String("trigger", trigger), zap.Int("messages", summarized),
 		zap.Int("pre_tokens", c.PreTokens), zap.Int("post_tokens", c.PostTokens))
 	emit(Event{Kind: EventCompactionEnd, Compaction: c})
 	return next, c, nil
+}
+
+// Summarized is how many messages the summary replaced.
+func (c Compaction) Summarized() int {
+	if c.PromptKept {
+		return c.KeptFrom - 1
+	}
+	return c.KeptFrom
 }
 
 // window is the context window in tokens.

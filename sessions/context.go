@@ -62,10 +62,27 @@ func (s *Session) AddCompaction(c agent.Compaction) {
 		s.log.Warn("compaction not stored: its kept part does not start at a stored message", zap.Int("kept", c.Kept), zap.Int("known", len(s.seqs)))
 		return
 	}
-	s.seqs = append([]int64{0}, s.seqs[len(s.seqs)-c.Kept:]...)
+	var prompt int64
+	if c.PromptKept {
+		// Counted from the end, as the kept part is: the conversation the
+		// compaction saw ends where s.seqs does.
+		if i := len(s.seqs) - (c.KeptFrom + c.Kept - c.PromptAt); i >= 0 && i < len(s.seqs) {
+			prompt = s.seqs[i]
+		}
+		if prompt == 0 {
+			s.mu.Unlock()
+			s.log.Warn("compaction not stored: the prompt it kept is not a stored message", zap.Int("prompt_at", c.PromptAt), zap.Int("known", len(s.seqs)))
+			return
+		}
+	}
+	head := []int64{0}
+	if prompt != 0 {
+		head = append(head, prompt)
+	}
+	s.seqs = append(head, s.seqs[len(s.seqs)-c.Kept:]...)
 	s.mu.Unlock()
 	s.persist(store.Compaction{
-		Summary: c.Summary, Replaced: c.KeptFrom, KeptFromSeq: kept,
+		Summary: c.Summary, Replaced: c.Summarized(), KeptFromSeq: kept, PromptSeq: prompt,
 		PreTokens: int64(c.PreTokens), PostTokens: int64(c.PostTokens),
 		Trigger: c.Trigger, Focus: c.Focus, CallID: c.ID,
 	})

@@ -202,6 +202,17 @@ func history(entries []store.Entry, state store.State) ([]agent.Message, []int64
 	from := int64(0)
 	if c := state.Compaction; c != nil {
 		add(0, agent.SummaryMessage(c.Summary))
+		if c.PromptSeq != 0 {
+			for _, e := range entries {
+				if e.Seq != c.PromptSeq {
+					continue
+				}
+				if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
+					add(e.Seq, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
+				}
+				break
+			}
+		}
 		from = c.KeptFromSeq
 		if from == 0 {
 			// None kept: the history goes on after the compaction entry.

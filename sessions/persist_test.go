@@ -87,3 +87,50 @@ func TestHistoryFromStore(t *testing.T) {
 	}
 	reg2.CloseAll()
 }
+
+// A compaction that kept the prompt in hand word for word, although the
+// cut fell after it, rebuilds the same history after a restart: the
+// summary, the prompt, then the kept messages.
+func TestHistoryKeepsThePromptAfterACompaction(t *testing.T) {
+	st, err := store.New(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(sessions.Options{Store: st})
+	s, err := reg.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := []agent.Message{
+		{Role: agent.RoleUser, Content: "an earlier prompt"},
+		{Role: agent.RoleAssistant, Content: "an earlier answer"},
+		{Role: agent.RoleUser, Content: "the prompt in hand"},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c1", Content: "many files"},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c2", Name: "bash", Arguments: `{"command":"pwd"}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c2", Content: "/w"},
+	}
+	for _, m := range conv {
+		if m.Role == agent.RoleUser {
+			s.AddPrompt(m.Content, nil)
+		} else {
+			s.AddMessage(m, nil, false)
+		}
+	}
+	// The cut falls at the second call: the prompt (index 2) is kept.
+	s.AddCompaction(agent.Compaction{ID: "compact-1", Trigger: agent.TriggerAuto, Summary: "Files were listed.",
+		KeptFrom: 5, Kept: 2, PromptKept: true, PromptAt: 2})
+	if err := reg.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	reg2 := sessions.New(sessions.Options{Store: st})
+	defer reg2.CloseAll()
+	l, err := reg2.Open(s.ID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]agent.Message{agent.SummaryMessage("Files were listed."), conv[2]}, conv[5:]...)
+	if diff := cmp.Diff(want, l.Session.History()); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}

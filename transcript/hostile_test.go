@@ -38,7 +38,9 @@ func TestHostileInputOverTheBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(binPath, "--script", scriptPath, "--log-file", filepath.Join(root, "dsh-acp.log"), "--log-level", "debug")
+	// A window that holds the 6 MB prompt below: one that does not fit is
+	// refused whole (a prompt is never summarized).
+	cmd := exec.Command(binPath, "--script", scriptPath, "--context-window", "8000000", "--log-file", filepath.Join(root, "dsh-acp.log"), "--log-level", "debug")
 	cmd.Dir = root
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(root, "home"), "TMPDIR=" + filepath.Join(root, "tmp"), "GORACE=halt_on_error=1"}
 	cmd.SysProcAttr = dieWithParent()

@@ -146,8 +146,8 @@ type Usage struct {
 }
 
 // Compaction records that the history before KeptFromSeq was replaced by a
-// summary. The model's history after it is: Summary, then the messages of
-// the entries from KeptFromSeq on.
+// summary. The model's history after it is: Summary, then the prompt of
+// PromptSeq if set, then the messages of the entries from KeptFromSeq on.
 type Compaction struct {
 	Summary string `json:"summary"`
 	// Replaced is how many messages the summary replaced.
@@ -155,6 +155,10 @@ type Compaction struct {
 	// KeptFromSeq is the Seq of the first entry kept verbatim; 0 means none
 	// was kept (every earlier entry is summarized).
 	KeptFromSeq int64 `json:"keptFromSeq"`
+	// PromptSeq, when not 0, is the Seq of the prompt in hand when the
+	// compaction happened, kept verbatim right after the summary although
+	// it lies before KeptFromSeq (a prompt is never summarized).
+	PromptSeq int64 `json:"promptSeq,omitempty"`
 	// PreTokens and PostTokens are the history's size before and after.
 	PreTokens  int64 `json:"preTokens"`
 	PostTokens int64 `json:"postTokens"`
