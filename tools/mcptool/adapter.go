@@ -31,9 +31,9 @@ func (t *Tool) Prepare(_ tools.Caller, args json.RawMessage) tools.Prepared {
 	}
 }
 
-// toResult maps an Outcome: rawOutput is the structured content when the
-// server sent one, else (for an error) tools.ErrorOutput; the truncation
-// note is the one note.
+// toResult maps an Outcome: rawOutput is the tool's structured result
+// when the server answered, else (a call that failed) tools.ErrorOutput;
+// the truncation note is the one note.
 func toResult(o Outcome) tools.Result {
 	r := tools.Result{Text: o.Text, IsError: o.IsError}
 	switch {

@@ -71,19 +71,21 @@ func TestListAndCall(t *testing.T) {
 				t.Errorf("call = %+v, want %+v", p.Call, want)
 			}
 			r := p.Run(ctx, nil)
-			if r.Text != "echo: hi" || r.IsError || r.Raw != nil || r.Notes != nil {
-				t.Errorf("echo = %+v", r)
+			// rawOutput is the tool's result as the server sent it (no
+			// structured content here).
+			if r.Text != "echo: hi" || r.IsError || rawJSON(r.Raw) != `{"content":[{"type":"text","text":"echo: hi"}]}` || r.Notes != nil {
+				t.Errorf("echo = %+v (raw %s)", r, rawJSON(r.Raw))
 			}
 			r = run(ctx, t, h.tool(t, "mcp__"+tc.cfg.Name+"__fail"), `{}`)
-			if r.Text != "Error: boom" || !r.IsError || r.Raw != (tools.ErrorOutput{IsError: true}) {
-				t.Errorf("fail = %+v", r)
+			if r.Text != "Error: boom" || !r.IsError || rawJSON(r.Raw) != `{"content":[{"type":"text","text":"boom"}],"isError":true}` {
+				t.Errorf("fail = %+v (raw %s)", r, rawJSON(r.Raw))
 			}
 			// An object schema without properties gains an empty one.
 			if s := string(h.tool(t, "mcp__"+tc.cfg.Name+"__fail").Schema()); s != `{"properties":{},"type":"object"}` {
 				t.Errorf("fail schema = %s", s)
 			}
 			r = run(ctx, t, echo, `[1]`)
-			if r.Text != "Error: invalid arguments: expected a JSON object" || !r.IsError {
+			if r.Text != "Error: invalid arguments: expected a JSON object" || !r.IsError || r.Raw != (tools.ErrorOutput{IsError: true}) {
 				t.Errorf("bad args = %+v", r)
 			}
 			if n := h.notices.all(); len(n) != 0 {
@@ -569,4 +571,13 @@ func TestCloseDuringCall(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("call outlived Close")
 	}
+}
+
+// rawJSON is a Result's Raw as JSON text.
+func rawJSON(raw any) string {
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }

@@ -122,15 +122,40 @@ func anySameJSON(texts []string, js []byte) bool {
 
 // structured is the result's structured content as JSON, or nil.
 func structured(r *mcp.CallToolResult) json.RawMessage {
-	if r.StructuredContent == nil {
-		return nil
+	if r.StructuredContent != nil {
+		if b, err := json.Marshal(r.StructuredContent); err == nil {
+			return b
+		}
 	}
-	b, err := json.Marshal(r.StructuredContent)
+	// No structured content: the result as the server sent it, content
+	// blocks and isError, so the editor's rawOutput is never empty. An
+	// image or a large text would make every update heavy: past
+	// maxRawBytes only the blocks' count and size are said.
+	wire := struct {
+		Content []mcp.Content `json:"content"`
+		IsError bool          `json:"isError,omitempty"`
+	}{r.Content, r.IsError}
+	if wire.Content == nil {
+		wire.Content = []mcp.Content{}
+	}
+	b, err := json.Marshal(wire)
 	if err != nil {
 		return nil
 	}
+	if len(b) > maxRawBytes {
+		b, err = json.Marshal(map[string]any{
+			"isError":        r.IsError,
+			"contentOmitted": map[string]int{"blocks": len(r.Content), "bytes": len(b)},
+		})
+		if err != nil {
+			return nil
+		}
+	}
 	return b
 }
+
+// maxRawBytes bounds the rawOutput made from a result's content blocks.
+const maxRawBytes = 64 << 10
 
 // cutTail keeps the last max bytes of s, starting on a rune boundary.
 func cutTail(s string, max int) string {

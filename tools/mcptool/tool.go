@@ -117,8 +117,10 @@ type Outcome struct {
 	// IsError: the server flagged the result (isError), or the call failed
 	// (server unavailable, timeout, abort, protocol error).
 	IsError bool
-	// Structured is the result's structured content as JSON (the editor's
-	// rawOutput); nil when the server sent none.
+	// Structured is the tool's structured result as JSON, the editor's
+	// rawOutput: the result's structured content when the server sent one,
+	// else its content blocks and isError (bounded); nil when the call got
+	// no result at all.
 	Structured json.RawMessage
 	// Truncated: Text holds only the tail; SpillPath has all of it ("" if
 	// the file could not be written).
