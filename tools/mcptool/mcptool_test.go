@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
@@ -348,6 +350,10 @@ func TestStartTimeout(t *testing.T) {
 	if st := h.s.Status()[0]; st.State != mcptool.Starting || st.Pgid == 0 {
 		t.Errorf("sleepy while quick is ready: %+v", st)
 	}
+	// A call while it starts waits for the start, and fails with it.
+	if r := run(ctx, t, h.tool(t, "mcp__sleepy__echo"), `{"text":"hi"}`); !r.IsError || !strings.Contains(r.Text, `MCP server "sleepy" failed to start: no answer within 2s`) {
+		t.Errorf("call while sleepy starts = %+v", r)
+	}
 	n := h.notices.wait(ctx, t, `"sleepy"`)
 	if n != `MCP server "sleepy" failed to start: no answer within 2s (stderr: event: sleeping)` {
 		t.Errorf("notice = %q", n)
@@ -580,4 +586,37 @@ func rawJSON(raw any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// A call to a tool of a server still starting (a prompt sent right after
+// session/new) waits for the start instead of failing.
+func TestCallWaitsForStart(t *testing.T) {
+	t.Parallel()
+	ctx := testutil.Context(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := unix.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, []mcptool.ServerConfig{stdio(t, "g", "gated", mcptool.NameValue{Name: "MCP_GATE", Value: gate})}, mcptool.Options{})
+	h.lines.wait(ctx, t, "event: gated")
+	if st := h.s.Status()[0]; st.State != mcptool.Starting {
+		t.Fatalf("state %v, want starting", st.State)
+	}
+	tl := h.tool(t, "mcp__g__echo")
+	done := make(chan tools.Result, 1)
+	go func() { done <- run(ctx, t, tl, `{"text":"hi"}`) }()
+	// Open the gate: the server starts serving.
+	w, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	select {
+	case r := <-done:
+		if r.IsError || r.Text != "echo: hi" {
+			t.Errorf("call made while the server started = %+v", r)
+		}
+	case <-ctx.Done():
+		t.Fatal("the call did not return")
+	}
 }

@@ -150,6 +150,16 @@ func childMain(mode string) int {
 		select {}
 	case "sleeper":
 		select {}
+	case "gated":
+		// Starts serving only once the test opens the FIFO in MCP_GATE for
+		// writing: a server still starting, for as long as the test wants.
+		fmt.Fprintln(os.Stderr, "event: gated")
+		f, err := os.Open(os.Getenv("MCP_GATE"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gate:", err)
+			return 1
+		}
+		f.Close()
 	default:
 		return 2
 	}

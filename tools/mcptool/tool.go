@@ -135,14 +135,28 @@ func errOutcome(msg string) Outcome {
 }
 
 // Invoke calls the tool with the model's arguments (a JSON object; empty
-// means {}). It returns when the server answers, the call timeout passes,
+// means {}). A server still starting is waited for first. It returns when
+// the server answers, the call timeout passes,
 // ctx ends (the SDK then sends notifications/cancelled and the call returns
 // at once), or the server's connection breaks. Every failure is an error
 // Outcome; none is a Go error.
 func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
 	v := t.srv
+	// A call that reaches a server still starting (a prompt sent right
+	// after session/new) waits for the start, which StartTimeout bounds,
+	// instead of failing.
+	select {
+	case <-v.started:
+	case <-ctx.Done():
+		return errOutcome("MCP tool call aborted")
+	}
 	if t.missing {
-		return t.missingOutcome()
+		// Looked up while the server was starting: it may offer it now.
+		nt, _ := v.s.Lookup(t.name)
+		if nt == nil || nt.missing || nt.srv != v {
+			return t.missingOutcome()
+		}
+		t = nt
 	}
 	var arguments map[string]any
 	if len(bytes.TrimSpace(args)) > 0 {
