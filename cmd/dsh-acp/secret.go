@@ -53,7 +53,8 @@ var droppedAtStart []string
 // same user, and by root, whom non-dumpable does not stop. So when
 // credentials arrive in the environment, the program re-executes itself
 // (same pid, same stdio) without them and hands over through a pipe only
-// those it uses: the model key, the --keep-env names and the proxies. They
+// those it uses: the model key in use (not a second one), the --keep-env
+// names and the proxies. They
 // then live only in the Go environment (os.Getenv), never in the block /proc
 // shows; every other credential (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, …) is
 // gone from the process altogether.
@@ -85,12 +86,17 @@ func hideSecrets() error {
 	}
 
 	keepNames := keepEnvArgs(os.Args[1:])
+	inUse := modelKeyInUse(os.Getenv)
 	var keep, handed []string
 	for _, kv := range os.Environ() {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
 		case !isCredential(name, value):
 			keep = append(keep, kv)
+		case isModelKey(name) && name != inUse && !slices.Contains(keepNames, name):
+			// A second key (DEEPSEEK_API_KEY beside DSH_API_KEY) is not
+			// used: it is not kept in memory either.
+			handed = append(handed, withheldPrefix+name)
 		case isModelKey(name), slices.Contains(keepNames, name), slices.Contains(neededByAgent, name):
 			handed = append(handed, kv)
 		default:
@@ -126,6 +132,17 @@ func hideSecrets() error {
 		unix.Close(p[0])
 	}
 	return nil
+}
+
+// modelKeyInUse names the model key variable the configuration reads: the
+// first one set, in CredentialEnv's order.
+func modelKeyInUse(getenv func(string) string) string {
+	for _, name := range executor.DefaultLimits().CredentialEnv {
+		if getenv(name) != "" {
+			return name
+		}
+	}
+	return ""
 }
 
 // keepEnvArgs finds the --keep-env names among the arguments before the
