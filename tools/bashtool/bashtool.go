@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -118,7 +119,10 @@ func New(opts Options) (*Set, error) {
 	ex := opts.Executor
 	s := &Set{log: log, notify: opts.Notify}
 	s.lister, _ = ex.(TaskLister)
-	s.kill = &killTool{tasks: ex, schema: taskSchema("to stop")}
+	// /kill waits for the end it caused, so a /tasks right after says
+	// "killed": SIGKILL follows SIGTERM after KillGrace, and the leftover
+	// read is bounded too.
+	s.kill = &killTool{tasks: ex, ends: ex, wait: lim.KillGrace + lim.LeftoverGrace + time.Second, schema: taskSchema("to stop")}
 	s.tools = []tools.Tool{
 		&bashTool{runner: ex, tasks: ex, limits: lim, log: log,
 			description: bashDescription(lim.DefaultTimeout, lim.MaxTimeout), schema: bashSchema(lim.DefaultTimeout, lim.MaxTimeout)},

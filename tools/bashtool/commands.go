@@ -27,9 +27,10 @@ func (s *Set) ListTasks(caller tools.Caller) string {
 }
 
 // KillTask answers /kill exactly as bash_kill answers the model, ownership
-// fence included.
+// fence included, once the task has ended (bounded by the kill grace), so
+// a /tasks right after shows it killed.
 func (s *Set) KillTask(caller tools.Caller, id string) string {
-	return s.kill.run(caller, taskCall{shownID: id, id: id}).Text
+	return s.kill.run(caller, taskCall{shownID: id, id: id}, true).Text
 }
 
 // maxShownCommand bounds a command in the /tasks list, in runes.

@@ -1,11 +1,13 @@
 package bashtool_test
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -39,8 +41,23 @@ func TestTaskCommands(t *testing.T) {
 	if got := l.set.KillTask(s1, "bash-9"); got != `Error: unknown bash task "bash-9"` {
 		t.Errorf("unknown task: %q", got)
 	}
-	l.waitNotice(t)
+	// Right after the kill, not only once its notice came: the kill
+	// waited for the end it caused.
 	if got := l.set.ListTasks(s1); !strings.Contains(got, "bash-1 · killed by SIGTERM") {
-		t.Errorf("after the kill: %q", got)
+		t.Errorf("right after the kill: %q", got)
 	}
+	l.waitNotice(t)
+
+	// A task that takes its time to end on SIGTERM (its trap runs for a
+	// second) is not shown running after its kill either.
+	ready := filepath.Join(t.TempDir(), "ready")
+	l.run(t, s1, "trap 'sleep 1; exit 3' TERM; echo ready > "+ready+"; sleep 30 & wait", map[string]any{"run_in_background": true})
+	testutil.WaitFile(t, testutil.Context(t), ready) // the trap is set
+	if got := l.set.KillTask(s1, "bash-3"); got != "killed background task bash-3" {
+		t.Errorf("kill of a slow task: %q", got)
+	}
+	if got := l.set.ListTasks(s1); strings.Contains(got, "bash-3 · running") || !strings.Contains(got, "bash-3 · ") {
+		t.Errorf("right after the kill of a slow task: %q", got)
+	}
+	l.waitNotice(t)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -18,7 +19,11 @@ type outputTool struct {
 
 // killTool is bash_kill.
 type killTool struct {
-	tasks  Tasks
+	tasks Tasks
+	// ends, if set, tells when the killed task ended; wait bounds how long
+	// a kill waits for it.
+	ends   TaskEnds
+	wait   time.Duration
 	schema json.RawMessage
 }
 
@@ -74,25 +79,62 @@ func (t *killTool) Schema() json.RawMessage { return t.schema }
 func (t *killTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
 	tc := readTaskCall(raw)
 	return tc.prepared(tools.Call{Title: killTitle(tc.shownID), Kind: tools.KindOther}, func() tools.Result {
-		return t.run(caller, tc)
+		return t.run(caller, tc, false)
 	})
 }
 
-func (t *killTool) run(caller tools.Caller, tc taskCall) tools.Result {
+// run kills the task; with waitEnd (the user's /kill) it also waits for
+// the end it caused, so what /tasks shows next says "killed". bash_kill
+// returns at once, as its contract says: the model reads the end with
+// bash_output or its notice.
+func (t *killTool) run(caller tools.Caller, tc taskCall, waitEnd bool) tools.Result {
 	id, info, res, ok := accessTask(t.tasks, caller, tc)
 	if !ok {
 		return res
 	}
 	raw := RawOutput{TaskID: tc.shownID, Cwd: info.Workdir}
+	var ended <-chan executor.Status
+	if waitEnd {
+		var stop func()
+		ended, stop = t.watchEnd(id)
+		defer stop()
+	}
 	k, err := t.tasks.Kill(id)
 	if err != nil {
 		return taskError(raw, id, fmt.Errorf("kill task %s: %w", id, err))
+	}
+	if !k.AlreadyFinished && ended != nil {
+		timer := time.NewTimer(t.wait)
+		select {
+		case st := <-ended:
+			k.Status = st
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
 	raw.status(k.Status)
 	if k.AlreadyFinished {
 		return result("task "+id+" had already finished", raw)
 	}
 	return result("killed background task "+id, raw)
+}
+
+// watchEnd subscribes to the end of task id before it is killed, so the
+// end cannot be missed; nil when the executor does not tell ends.
+func (t *killTool) watchEnd(id string) (<-chan executor.Status, func()) {
+	if t.ends == nil {
+		return nil, func() {}
+	}
+	ch := make(chan executor.Status, 1)
+	unsubscribe := t.ends.Subscribe(func(e executor.TaskEnd) {
+		if e.ID == id {
+			select {
+			case ch <- e.Status:
+			default:
+			}
+		}
+	})
+	return ch, unsubscribe
 }
 
 // taskCall is the arguments of bash_output or bash_kill, read once.
