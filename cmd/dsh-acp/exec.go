@@ -55,7 +55,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	stop, err := execPrompt(ctx, conn, cfg)
+	stop, err := execPrompt(ctx, conn, cfg, p.answered)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
@@ -87,7 +87,11 @@ func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
 	return 0
 }
 
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config) (acpsdk.StopReason, error) {
+// execPrompt runs the prompt in a new or resumed session. A new session
+// whose prompt failed before the model answered anything (answered) is
+// deleted: there is nothing in it to resume, and a failing key or endpoint
+// would otherwise leave one stored session per try.
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, answered func() bool) (acpsdk.StopReason, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -112,6 +116,9 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		Prompt:    []acpsdk.ContentBlock{acpsdk.TextBlock(cfg.prompt)},
 	})
 	if err != nil {
+		if cfg.resume == "" && !answered() {
+			_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
+		}
 		var re *acpsdk.RequestError
 		if errors.As(err, &re) {
 			return "", errors.New(re.Message)
@@ -203,6 +210,15 @@ type printer struct {
 	commands, denied int
 	// execute holds the ids of command calls still awaiting their result.
 	execute map[acpsdk.ToolCallId]bool
+	// modelSpoke: the model answered something (text, a thought, a call).
+	modelSpoke bool
+}
+
+// answered reports whether the model answered anything yet.
+func (p *printer) answered() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.modelSpoke
 }
 
 var _ acpsdk.Client = (*printer)(nil)
@@ -262,6 +278,9 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := n.Update
+	if u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil || u.ToolCall != nil {
+		p.modelSpoke = true
+	}
 	switch {
 	case u.AgentMessageChunk != nil:
 		if p.inThought {

@@ -157,7 +157,8 @@ func TestExecMalformedScript(t *testing.T) {
 	t.Parallel()
 	script := writeScript(t, `{"text":"fine"}`, `{"text": Infinity}`)
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"exec", "--script", script, "--cwd", t.TempDir(), "go"}, nil, &out, &errb, stateEnv(t))
+	state := stateEnv(t)
+	code := run(context.Background(), []string{"exec", "--script", script, "--cwd", t.TempDir(), "go"}, nil, &out, &errb, state)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\nstderr: %s", code, errb.String())
 	}
@@ -167,6 +168,10 @@ func TestExecMalformedScript(t *testing.T) {
 	// The failure is said once, for a person: no log line mixes into it.
 	if strings.Contains(errb.String(), `"level"`) || strings.Contains(out.String(), `"level"`) {
 		t.Errorf("log lines in the human output:\nstdout: %s\nstderr: %s", out.String(), errb.String())
+	}
+	// It failed before the model answered: no session is left stored.
+	if left, _ := filepath.Glob(filepath.Join(state("DSH_STATE_DIR"), "sessions", "*")); len(left) != 0 {
+		t.Errorf("a session that failed before the model answered was stored: %v", left)
 	}
 }
 
