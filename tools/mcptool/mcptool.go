@@ -5,7 +5,8 @@
 // of the list in parallel and returns at once; a server's tools appear in
 // [Servers.Tools] as soon as it has answered its first tools/list, so the
 // session's first model request is never delayed by a slow server (a server
-// still starting is simply not offered yet). A server that fails to start or
+// still starting is simply not offered yet, and a call that names one of
+// its tools waits for its start). A server that fails to start or
 // dies later is reported once through [Options.OnNotice]; the session works
 // without it, and a call to one of its tools is an error result naming it.
 // [Servers.Close] stops every server of the session: stdio servers run in
@@ -293,8 +294,9 @@ func (s *Servers) Tools() []*Tool {
 // Lookup finds a tool by its model-facing name. A name that belongs to one
 // of this session's servers but is not available now (the server failed,
 // died, is still starting, or no longer lists it) yields a Tool whose call
-// is an error result naming the server; ok is false only for names of no
-// server of this session.
+// waits for a server still starting and is then the tool, or an error
+// result naming the server; ok is false only for names of no server of
+// this session.
 func (s *Servers) Lookup(name string) (t *Tool, ok bool) {
 	s.mu.Lock()
 	t = s.byName[name]
