@@ -228,17 +228,13 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	}
 	system := Message{Role: RoleSystem, Content: SystemPrompt(t.Caller.Cwd, l.OS)}
 
-	record := t.Record
-	if record == nil {
-		record = func(Message) {}
-	}
+	record := t.recorder()
 	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt}}}
 	record(out.Messages[0])
 	// The prompt in hand is never summarized: one that does not fit the
 	// window by itself cannot be sent at all.
-	if need := estimateRequest(Request{Messages: []Message{system, out.Messages[0]}, Tools: l.specs(t.Extra)}); need > l.window() {
-		return out, fmt.Errorf("%w: this prompt alone is about %d tokens with the system prompt and tools, more than the model's context window of %d tokens, and a prompt is never summarized; it was not sent: shorten it or attach less",
-			ErrContextExceeded, need, l.window())
+	if err := l.promptFits(system, out.Messages[0], t.Extra); err != nil {
+		return out, err
 	}
 	// conv is the conversation the model is sent: History and the turn's
 	// messages, with compactions applied.
@@ -269,11 +265,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		if err != nil {
 			return false
 		}
-		if c.PromptKept {
-			pin = 1 // right after the summary
-		} else {
-			pin = pin - c.KeptFrom + 1
-		}
+		pin = c.promptIndex(pin)
 		conv = next
 		out.History = conv
 		used, covered = 0, 0
@@ -373,6 +365,26 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			return out.done(conv), nil
 		}
 	}
+}
+
+// recorder is t.Record, or a func that records nothing.
+func (t Turn) recorder() func(Message) {
+	if t.Record == nil {
+		return func(Message) {}
+	}
+	return t.Record
+}
+
+// promptFits fails when the prompt in hand does not fit the window by
+// itself (with the system prompt and tools): it would have to be
+// summarized, and a prompt never is.
+func (l *Loop) promptFits(system, prompt Message, extra ToolSource) error {
+	need := estimateRequest(Request{Messages: []Message{system, prompt}, Tools: l.specs(extra)})
+	if need <= l.window() {
+		return nil
+	}
+	return fmt.Errorf("%w: this prompt alone is about %d tokens with the system prompt and tools, more than the model's context window of %d tokens, and a prompt is never summarized; it was not sent: shorten it or attach less",
+		ErrContextExceeded, need, l.window())
 }
 
 // done sets History to the final conversation when a compaction replaced

@@ -244,6 +244,15 @@ func (l *Loop) compact(ctx context.Context, model string, conv []Message, pin in
 	return next, c, nil
 }
 
+// promptIndex is where the prompt that was at pin is in the conversation
+// after c.
+func (c Compaction) promptIndex(pin int) int {
+	if c.PromptKept {
+		return 1 // right after the summary
+	}
+	return pin - c.KeptFrom + 1
+}
+
 // Summarized is how many messages the summary replaced.
 func (c Compaction) Summarized() int {
 	if c.PromptKept {

@@ -199,30 +199,7 @@ func history(entries []store.Entry, state store.State) ([]agent.Message, []int64
 		msgs = append(msgs, m)
 		seqs = append(seqs, seq)
 	}
-	from := int64(0)
-	if c := state.Compaction; c != nil {
-		add(0, agent.SummaryMessage(c.Summary))
-		if c.PromptSeq != 0 {
-			for _, e := range entries {
-				if e.Seq != c.PromptSeq {
-					continue
-				}
-				if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
-					add(e.Seq, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
-				}
-				break
-			}
-		}
-		from = c.KeptFromSeq
-		if from == 0 {
-			// None kept: the history goes on after the compaction entry.
-			for _, e := range entries {
-				if e.Kind == store.KindCompaction {
-					from = e.Seq + 1
-				}
-			}
-		}
-	}
+	from := compactedStart(entries, state.Compaction, add)
 	var open []string
 	answered := map[string]bool{}
 	var notices []string
@@ -280,6 +257,37 @@ func history(entries []store.Entry, state store.State) ([]agent.Message, []int64
 	closeCalls()
 	endNotices()
 	return msgs, seqs
+}
+
+// compactedStart adds what stands for the part of the history a compaction
+// replaced (its summary, then the prompt it kept word for word, if any) and
+// returns the Seq of the first entry after it; 0 without a compaction.
+func compactedStart(entries []store.Entry, c *store.Compaction, add func(int64, agent.Message)) int64 {
+	if c == nil {
+		return 0
+	}
+	add(0, agent.SummaryMessage(c.Summary))
+	if c.PromptSeq != 0 {
+		for _, e := range entries {
+			if e.Seq != c.PromptSeq {
+				continue
+			}
+			if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
+				add(e.Seq, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
+			}
+			break
+		}
+	}
+	from := c.KeptFromSeq
+	if from == 0 {
+		// None kept: the history goes on after the compaction entry.
+		for _, e := range entries {
+			if e.Kind == store.KindCompaction {
+				from = e.Seq + 1
+			}
+		}
+	}
+	return from
 }
 
 // Delete closes the session if it is live here and removes it from the
