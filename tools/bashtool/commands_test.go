@@ -15,7 +15,8 @@ import (
 // of them and is fenced from another session's, as bash_kill is.
 func TestTaskCommands(t *testing.T) {
 	t.Parallel()
-	l := newLocal(t, executor.Options{DefaultWorkdir: t.TempDir()})
+	workdir := t.TempDir()
+	l := newLocal(t, executor.Options{DefaultWorkdir: workdir})
 	s1, s2 := tools.Caller{SessionID: "s1"}, tools.Caller{SessionID: "s2"}
 	if got := l.set.ListTasks(s1); got != "This session has no background tasks." {
 		t.Errorf("empty list = %q", got)
@@ -50,9 +51,9 @@ func TestTaskCommands(t *testing.T) {
 
 	// A task that takes its time to end on SIGTERM (its trap runs for a
 	// second) is not shown running after its kill either.
-	ready := filepath.Join(t.TempDir(), "ready")
-	l.run(t, s1, "trap 'sleep 1; exit 3' TERM; echo ready > "+ready+"; sleep 30 & wait", map[string]any{"run_in_background": true})
-	testutil.WaitFile(t, testutil.Context(t), ready) // the trap is set
+	// (In the workdir: a sandboxed command writes nowhere else.)
+	l.run(t, s1, "trap 'sleep 1; exit 3' TERM; echo ready > ready; sleep 30 & wait", map[string]any{"run_in_background": true})
+	testutil.WaitFile(t, testutil.Context(t), filepath.Join(workdir, "ready")) // the trap is set
 	if got := l.set.KillTask(s1, "bash-3"); got != "killed background task bash-3" {
 		t.Errorf("kill of a slow task: %q", got)
 	}
