@@ -19,17 +19,15 @@ import (
 // Access right sets used by the rules.
 const (
 	// dirOnly lets a directory on the way to a denied path be listed and
-	// entered, and nothing else: a right granted on a directory is inherited
-	// by everything beneath, so file rights here would open the denied
-	// path again.
+	// entered, and nothing else, in a write tree too: a right granted on a
+	// directory is inherited by everything beneath, so file rights here
+	// would open the denied path again, and a creation right would let a
+	// command plant a file or a link inside it (the agent's state
+	// directory, another session's temporary directory) for the unconfined
+	// agent to follow. The entries of such a directory get rules of their
+	// own (see ruleSet.grant): existing files stay writable, other
+	// subdirectories wholly so.
 	dirOnly = landlock.AccessFSSet(ll.AccessFSReadDir)
-	// dirOnlyWrite is dirOnly for a writable tree with a denied path inside:
-	// new entries may be made (and moved, which Landlock allows only when
-	// the moved file gains no rights), existing ones not removed, since
-	// removal would be inherited by the denied path too.
-	dirOnlyWrite = landlock.AccessFSSet(ll.AccessFSReadDir | ll.AccessFSMakeChar | ll.AccessFSMakeDir |
-		ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock |
-		ll.AccessFSMakeSym | ll.AccessFSRefer)
 )
 
 // ruleset is a Landlock ruleset built once, to confine threads with.
@@ -151,8 +149,7 @@ func (r *ruleSet) rules(p Policy) []landlock.Rule {
 		ro = ro.WithResolveUnix()
 	}
 	rules := []landlock.Rule{
-		landlock.PathAccess(dirOnly, r.roList...).IgnoreIfMissing(),
-		landlock.PathAccess(dirOnlyWrite, r.rwList...).IgnoreIfMissing(),
+		landlock.PathAccess(dirOnly, r.descended()...).IgnoreIfMissing(),
 		ro.IgnoreIfMissing(),
 		landlock.ROFiles(r.roFiles...).IgnoreIfMissing(),
 		landlock.RWDirs(r.rwDirs...).WithRefer().WithIoctlDev().WithResolveUnix().IgnoreIfMissing(),
