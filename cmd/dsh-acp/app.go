@@ -136,9 +136,11 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	// One limits value for the executor and the tools: the bash description
 	// names the timeouts the executor enforces.
 	limits := cfg.limits()
+	tmp := cfg.tempParent()
+	removeLeftovers(tmp, log)
 	var g *guard
 	if useWatchdog {
-		g = newGuard(log, limits.KillGrace)
+		g = newGuard(log, limits.KillGrace, tmp)
 		closers = append(closers, g.close)
 	}
 	st, err := openStore(cfg, log)

@@ -175,11 +175,17 @@ type agentProc struct {
 
 func startAgent(t *testing.T, script string) *agentProc {
 	t.Helper()
+	return startAgentEnv(t, script, nil)
+}
+
+// startAgentEnv is startAgent with extra environment.
+func startAgentEnv(t *testing.T, script string, env []string) *agentProc {
+	t.Helper()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	marker := "DSH_ORPHAN_TEST=" + hex.EncodeToString(b)
 	logFile := filepath.Join(t.TempDir(), "log")
-	p := startProcEnv(t, []string{marker}, "--script", script, "--log-file", logFile, "--log-level", "debug")
+	p := startProcEnv(t, append([]string{marker}, env...), "--script", script, "--log-file", logFile, "--log-level", "debug")
 	ap := &agentProc{proc: p, marker: marker, logFile: logFile}
 	t.Cleanup(func() {
 		// Whatever the test did, nothing of it may stay.
