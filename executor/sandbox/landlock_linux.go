@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -34,6 +35,9 @@ const (
 type ruleset struct {
 	fd    int
 	flags uint32
+	// net, when set, denies the IP network beyond what Landlock governs
+	// (the network denied and no network namespace: see netFilter).
+	net *seccomp.Filter
 }
 
 // newRuleset builds w's ruleset, in best-effort mode down to the kernel's
@@ -62,7 +66,16 @@ func newRuleset(w wirePolicy, hidden map[string]bool) (ruleset, error) {
 	if fd < 0 {
 		return ruleset{}, errors.New("landlock: nothing to enforce")
 	}
-	return ruleset{fd: fd, flags: flags}, nil
+	rs := ruleset{fd: fd, flags: flags}
+	if !w.Network && !(w.Namespaces && w.NetNS) {
+		f := netFilter(abi >= 4)
+		if _, err := f.Policy.Assemble(); err != nil {
+			_ = unix.Close(fd)
+			return ruleset{}, fmt.Errorf("seccomp: %w", err)
+		}
+		rs.net = &f
+	}
+	return rs, nil
 }
 
 // restrict confines the calling thread, which the caller has locked
@@ -75,6 +88,11 @@ func (r ruleset) restrict() error {
 	}
 	if err := ll.LandlockRestrictSelf(r.fd, r.flags); err != nil {
 		return fmt.Errorf("landlock: %w", err)
+	}
+	if r.net != nil {
+		if err := denyNet(*r.net); err != nil {
+			return err
+		}
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("clear capabilities: %w", err)
