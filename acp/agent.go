@@ -57,7 +57,11 @@ type Options struct {
 	// Models lists the endpoint's other models for the model option, once
 	// per process; nil means the configured one only.
 	Models ModelLister
-	Logger *zap.Logger
+	// OnShutdown, if set, is called once as Serve starts to shut down,
+	// before it closes the sessions and waits for their turns: the owner
+	// of the commands ends them all at once there. It must not block.
+	OnShutdown func()
+	Logger     *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.
@@ -130,6 +134,9 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		a.log.Info("client disconnected")
 	case <-ctx.Done():
 		a.log.Info("shutting down", zap.Error(context.Cause(ctx)))
+	}
+	if a.opts.OnShutdown != nil {
+		a.opts.OnShutdown()
 	}
 	// Cancel every turn and wait for them, then for the replies to every
 	// request already read: a client that writes a request and closes its

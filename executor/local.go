@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-acp/dsh-acp/executor/agentdir"
 	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
@@ -360,7 +361,14 @@ func (l *Local) spillDirs(owner string) (root, own string, err error) {
 		if parent == "" {
 			parent = os.TempDir()
 		}
-		d, err := os.MkdirTemp(parent, "dsh-acp-spill-")
+		// Named after the agent, so that its watchdog and the next agent
+		// can remove it if the agent dies (SIGKILL) before it could. Kept
+		// spill files are for a person to open later: no sweep takes them.
+		pattern := agentdir.Pattern("spill")
+		if l.opts.KeepSpillFiles {
+			pattern = "dsh-acp-spill-"
+		}
+		d, err := os.MkdirTemp(parent, pattern)
 		if err != nil {
 			return "", "", fmt.Errorf("spill dir: %w", err)
 		}

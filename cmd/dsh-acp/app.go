@@ -43,6 +43,10 @@ type app struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// ending starts the executor's Close once; execDone then gives its
+	// result.
+	ending   sync.Once
+	execDone chan error
 }
 
 // newLogger writes structured logs to stderr or --log-file: stdout belongs
@@ -136,9 +140,11 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	// One limits value for the executor and the tools: the bash description
 	// names the timeouts the executor enforces.
 	limits := cfg.limits()
+	tmp := cfg.tempParent()
+	removeLeftovers(tmp, log)
 	var g *guard
 	if useWatchdog {
-		g = newGuard(log, limits.KillGrace)
+		g = newGuard(log, limits.KillGrace, tmp)
 		closers = append(closers, g.close)
 	}
 	st, err := openStore(cfg, log)
@@ -223,7 +229,8 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		return nil, errors.Join(fmt.Errorf("tools: %w", err), ex.Close(), closeAll(closers))
 	}
 	a.agent, err = acp.New(acp.Options{
-		Sessions: a.sessions,
+		Sessions:   a.sessions,
+		OnShutdown: a.endCommands,
 		Loop: &agent.Loop{
 			Provider:      provider,
 			Tools:         a.toolset.Tools(),
@@ -266,16 +273,25 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 // Safe to call more than once.
 func (a *app) close() error {
 	a.closeOnce.Do(func() {
-		// The executor ends every session's commands at once, with one
-		// grace in all; the sessions close meanwhile, each turn ending as
-		// its command does. Closed one after the other, N sessions running
-		// commands that ignore SIGTERM would take N graces.
-		execDone := make(chan error, 1)
-		go func() { execDone <- a.exec.Close() }()
+		a.endCommands()
 		a.sessions.CloseAll()
-		a.closeErr = errors.Join(a.toolset.Close(), <-execDone, closeAll(a.closers))
+		a.closeErr = errors.Join(a.toolset.Close(), <-a.execDone, closeAll(a.closers))
 	})
 	return a.closeErr
+}
+
+// endCommands starts ending every command of every session at once, with
+// one grace in all (the executor's Close), and returns: the sessions close
+// meanwhile, each turn ending as its command does. It runs as the agent
+// starts to shut down (acp.Options.OnShutdown), before the protocol layer
+// waits for the turns: otherwise the background tasks would only be
+// signalled once the foreground commands that ignore SIGTERM had had
+// their grace, and then had a grace of their own.
+func (a *app) endCommands() {
+	a.ending.Do(func() {
+		a.execDone = make(chan error, 1)
+		go func() { a.execDone <- a.exec.Close() }()
+	})
 }
 
 // onGroup is mcptool's OnGroup: each stdio MCP server runs in a session of

@@ -30,7 +30,12 @@ var orphanCommands = []struct {
 	{"foreground sleep", "sleep 1000", false},
 	{"background sleep", "sleep 1000", true},
 	{"ignores SIGTERM", "trap '' TERM; while :; do sleep 1000; done", true},
-	{"grandchild", "(sleep 1000 &); wait", true},
+	// The shell stays: once it has exited, what it left in its group is a
+	// leftover the executor ends within LeftoverGrace (300 ms; see
+	// executor's TestRunLeftoverBackground), not something that lives until
+	// the agent ends — a test waiting for it to show can miss it on a
+	// loaded machine, and then waited its whole timeout.
+	{"grandchild", "(sleep 1000 &); sleep 999", true},
 	{"nohup", "nohup sleep 1000 >/dev/null 2>&1 & wait", true},
 	{"coreutils timeout", "timeout 1000 sleep 1000", true},
 	{"job control", "set -m; sleep 1000 & wait", true},
@@ -175,11 +180,17 @@ type agentProc struct {
 
 func startAgent(t *testing.T, script string) *agentProc {
 	t.Helper()
+	return startAgentEnv(t, script, nil)
+}
+
+// startAgentEnv is startAgent with extra environment.
+func startAgentEnv(t *testing.T, script string, env []string) *agentProc {
+	t.Helper()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	marker := "DSH_ORPHAN_TEST=" + hex.EncodeToString(b)
 	logFile := filepath.Join(t.TempDir(), "log")
-	p := startProcEnv(t, []string{marker}, "--script", script, "--log-file", logFile, "--log-level", "debug")
+	p := startProcEnv(t, append([]string{marker}, env...), "--script", script, "--log-file", logFile, "--log-level", "debug")
 	ap := &agentProc{proc: p, marker: marker, logFile: logFile}
 	t.Cleanup(func() {
 		// Whatever the test did, nothing of it may stay.

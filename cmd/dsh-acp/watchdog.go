@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/agentdir"
 	"github.com/dsh-acp/dsh-acp/executor/watchdog"
 )
 
@@ -35,6 +36,7 @@ const markerPrefix = "DSH_ACP_RUN_"
 type guard struct {
 	marker string        // "NAME=1", added to every command's environment
 	grace  time.Duration // the executor's kill grace, also the watchdog's
+	tmp    string        // where the agent's temporary directories are (agentdir)
 	exe    string
 	log    *zap.Logger
 
@@ -46,7 +48,7 @@ type guard struct {
 
 var _ executor.Watcher = (*guard)(nil)
 
-func newGuard(log *zap.Logger, grace time.Duration) *guard {
+func newGuard(log *zap.Logger, grace time.Duration, tmp string) *guard {
 	exe, err := os.Executable()
 	if err != nil {
 		log.Warn("no watchdog: commands may outlive the agent if it is killed", zap.Error(err))
@@ -54,7 +56,7 @@ func newGuard(log *zap.Logger, grace time.Duration) *guard {
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	return &guard{marker: markerPrefix + hex.EncodeToString(b) + "=1", grace: grace, exe: exe, log: log}
+	return &guard{marker: markerPrefix + hex.EncodeToString(b) + "=1", grace: grace, tmp: tmp, exe: exe, log: log}
 }
 
 // started starts the watchdog once and returns it (nil if it could not
@@ -62,9 +64,13 @@ func newGuard(log *zap.Logger, grace time.Duration) *guard {
 // killed agent.
 func (g *guard) started() *watchdog.Client {
 	g.once.Do(func() {
+		args := []string{"dsh-acp", watchdogMode, "-grace", g.grace.String(), "-marker", g.marker}
+		if self, err := agentdir.Self(); err == nil {
+			args = append(args, "-agent", self.String(), "-tmpdir", g.tmp)
+		}
 		c, err := watchdog.Start(watchdog.Options{
 			Path:   g.exe,
-			Args:   []string{"dsh-acp", watchdogMode, "-grace", g.grace.String(), "-marker", g.marker},
+			Args:   args,
 			Logger: g.log.Named("watchdog"),
 		})
 		if err != nil {
@@ -119,18 +125,30 @@ func (g *guard) close() error {
 }
 
 // runWatchdog is the hidden mode. Signals that would end the agent's
-// process group are ignored: the watchdog ends when its pipe does.
+// process group are ignored: the watchdog ends when its pipe does. Once
+// the agent's commands are gone it removes the agent's temporary
+// directories (-agent, -tmpdir: see agentdir), which an agent that was
+// killed could not; one that exited removed them already.
 func runWatchdog(args []string) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	fs := flag.NewFlagSet(watchdogMode, flag.ContinueOnError)
 	grace := fs.Duration("grace", executor.DefaultLimits().KillGrace, "")
 	marker := fs.String("marker", "", "")
+	agent := fs.String("agent", "", "")
+	tmp := fs.String("tmpdir", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	code := 0
 	if err := watchdog.Serve(os.Stdin, watchdog.ServeOptions{Grace: *grace, Marker: *marker}); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp watchdog:", err)
-		return 1
+		code = 1
 	}
-	return 0
+	if a, err := agentdir.Parse(*agent); err == nil && *tmp != "" {
+		if _, err := agentdir.Remove(*tmp, func(b agentdir.Agent) bool { return b == a }); err != nil {
+			fmt.Fprintln(os.Stderr, "dsh-acp watchdog:", err)
+			code = 1
+		}
+	}
+	return code
 }

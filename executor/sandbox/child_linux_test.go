@@ -9,10 +9,14 @@ import (
 )
 
 // child is the test binary run by a confined command (testutil.ChildEnv):
-// "dial PATH" connects to the unix socket at PATH, exit 0 if it could.
+// "dial PATH" connects to the unix socket at PATH, exit 0 if it could;
+// "sockets" tries to make each kind of socket (see sockets).
 func child(mode string) int {
 	if mode == "tgkill" && len(os.Args) >= 3 {
 		return tgkillAll(os.Args[2])
+	}
+	if mode == "sockets" {
+		return sockets()
 	}
 	if mode != "dial" || len(os.Args) < 3 {
 		return 2
@@ -46,5 +50,43 @@ func tgkillAll(pid string) int {
 		}
 	}
 	fmt.Printf("stopped %d of %d\n", took, len(tasks))
+	return 0
+}
+
+// socketKinds are the sockets "sockets" tries to make: name, domain, type,
+// protocol.
+var socketKinds = []struct {
+	name               string
+	domain, typ, proto int
+}{
+	{"udp4", syscall.AF_INET, syscall.SOCK_DGRAM, 0},
+	{"udp6", syscall.AF_INET6, syscall.SOCK_DGRAM, 0},
+	{"udp4 cloexec nonblock", syscall.AF_INET, syscall.SOCK_DGRAM | syscall.SOCK_CLOEXEC | syscall.SOCK_NONBLOCK, syscall.IPPROTO_UDP},
+	{"ping", syscall.AF_INET, syscall.SOCK_DGRAM, syscall.IPPROTO_ICMP},
+	{"sctp stream", syscall.AF_INET, syscall.SOCK_STREAM, 132},
+	{"sctp seqpacket", syscall.AF_INET6, syscall.SOCK_SEQPACKET, 132},
+	{"tcp4", syscall.AF_INET, syscall.SOCK_STREAM, 0},
+	{"tcp6 cloexec", syscall.AF_INET6, syscall.SOCK_STREAM | syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP},
+	{"unix dgram", syscall.AF_UNIX, syscall.SOCK_DGRAM, 0},
+}
+
+// sockets prints, for each of socketKinds, "name: ok" or "name: EPERM"
+// (or another error), and then io_uring_setup's outcome.
+func sockets() int {
+	for _, k := range socketKinds {
+		fd, err := syscall.Socket(k.domain, k.typ, k.proto)
+		switch {
+		case err == nil:
+			_ = syscall.Close(fd)
+			fmt.Printf("%s: ok\n", k.name)
+		case err == syscall.EPERM:
+			fmt.Printf("%s: EPERM\n", k.name)
+		default:
+			fmt.Printf("%s: %v\n", k.name, err)
+		}
+	}
+	// io_uring_setup(2, NULL): EFAULT when allowed, EPERM when filtered.
+	_, _, errno := syscall.Syscall(425, 2, 0, 0)
+	fmt.Printf("io_uring_setup: %v\n", errno == syscall.EPERM)
 	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/agentdir"
 )
 
 // ConfinerOptions configure NewConfiner.
@@ -94,7 +95,8 @@ func (c *Confiner) TempDir(owner string) (string, error) {
 		if parent == "" {
 			parent = os.TempDir()
 		}
-		root, err := os.MkdirTemp(parent, "dsh-acp-sandbox-")
+		// Named after the agent: see agentdir.
+		root, err := os.MkdirTemp(parent, agentdir.Pattern("sandbox"))
 		if err != nil {
 			return "", fmt.Errorf("sandbox temp dir: %w", err)
 		}

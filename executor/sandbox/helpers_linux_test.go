@@ -236,14 +236,18 @@ func expectHidden(t *testing.T, r result, what string) {
 
 // confined starts spec through c, its stdout and stderr both on the pipe
 // whose read end it returns (closed, and the command's group killed, at
-// the test's end).
-func confined(t *testing.T, c *sandbox.Confiner, spec executor.Spec) (executor.Process, *os.File) {
+// the test's end). Each of with changes the confinement first.
+func confined(t *testing.T, c *sandbox.Confiner, spec executor.Spec, with ...func(*executor.Confinement)) (executor.Process, *os.File) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := c.Start(executor.Confinement{Shell: bashPath(), Spec: spec, Env: os.Environ(), Stdout: w, Stderr: w})
+	x := executor.Confinement{Shell: bashPath(), Spec: spec, Env: os.Environ(), Stdout: w, Stderr: w}
+	for _, f := range with {
+		f(&x)
+	}
+	pr, err := c.Start(x)
 	_ = w.Close()
 	if err != nil {
 		_ = r.Close()
@@ -255,9 +259,9 @@ func confined(t *testing.T, c *sandbox.Confiner, spec executor.Spec) (executor.P
 
 // runConfined runs spec through c to its end and returns what it wrote
 // (both streams) and its wait status.
-func runConfined(t *testing.T, c *sandbox.Confiner, spec executor.Spec) (string, syscall.WaitStatus) {
+func runConfined(t *testing.T, c *sandbox.Confiner, spec executor.Spec, with ...func(*executor.Confinement)) (string, syscall.WaitStatus) {
 	t.Helper()
-	pr, r := confined(t, c, spec)
+	pr, r := confined(t, c, spec, with...)
 	out, _ := io.ReadAll(r)
 	ws, err := pr.Wait()
 	if err != nil {
@@ -266,11 +270,14 @@ func runConfined(t *testing.T, c *sandbox.Confiner, spec executor.Spec) (string,
 	return string(out), ws
 }
 
-// newConfiner is a Confiner over l with opts (TempParent and Launcher
-// filled in), closed at the test's end.
+// newConfiner is a Confiner over l with opts (Launcher filled in, and
+// TempParent when empty), closed at the test's end.
 func newConfiner(t *testing.T, l *sandbox.Launcher, opts sandbox.ConfinerOptions) *sandbox.Confiner {
 	t.Helper()
-	opts.Launcher, opts.TempParent = l, t.TempDir()
+	opts.Launcher = l
+	if opts.TempParent == "" {
+		opts.TempParent = t.TempDir()
+	}
 	c, err := sandbox.NewConfiner(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -281,4 +288,10 @@ func newConfiner(t *testing.T, l *sandbox.Launcher, opts sandbox.ConfinerOptions
 		}
 	})
 	return c
+}
+
+// withSpill gives the command its owner's spill directory (readable) inside
+// the executor's private one (the other owners' spill files: denied).
+func withSpill(own, private string) func(*executor.Confinement) {
+	return func(x *executor.Confinement) { x.SpillDir, x.PrivateDir = own, private }
 }

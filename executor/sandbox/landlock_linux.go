@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -19,23 +20,24 @@ import (
 // Access right sets used by the rules.
 const (
 	// dirOnly lets a directory on the way to a denied path be listed and
-	// entered, and nothing else: a right granted on a directory is inherited
-	// by everything beneath, so file rights here would open the denied
-	// path again.
+	// entered, and nothing else, in a write tree too: a right granted on a
+	// directory is inherited by everything beneath, so file rights here
+	// would open the denied path again, and a creation right would let a
+	// command plant a file or a link inside it (the agent's state
+	// directory, another session's temporary directory) for the unconfined
+	// agent to follow. The entries of such a directory get rules of their
+	// own (see ruleSet.grant): existing files stay writable, other
+	// subdirectories wholly so.
 	dirOnly = landlock.AccessFSSet(ll.AccessFSReadDir)
-	// dirOnlyWrite is dirOnly for a writable tree with a denied path inside:
-	// new entries may be made (and moved, which Landlock allows only when
-	// the moved file gains no rights), existing ones not removed, since
-	// removal would be inherited by the denied path too.
-	dirOnlyWrite = landlock.AccessFSSet(ll.AccessFSReadDir | ll.AccessFSMakeChar | ll.AccessFSMakeDir |
-		ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock |
-		ll.AccessFSMakeSym | ll.AccessFSRefer)
 )
 
 // ruleset is a Landlock ruleset built once, to confine threads with.
 type ruleset struct {
 	fd    int
 	flags uint32
+	// net, when set, denies the IP network beyond what Landlock governs
+	// (the network denied and no network namespace: see netFilter).
+	net *seccomp.Filter
 }
 
 // newRuleset builds w's ruleset, in best-effort mode down to the kernel's
@@ -64,7 +66,16 @@ func newRuleset(w wirePolicy, hidden map[string]bool) (ruleset, error) {
 	if fd < 0 {
 		return ruleset{}, errors.New("landlock: nothing to enforce")
 	}
-	return ruleset{fd: fd, flags: flags}, nil
+	rs := ruleset{fd: fd, flags: flags}
+	if !w.Network && !(w.Namespaces && w.NetNS) {
+		f := netFilter(abi >= 4)
+		if _, err := f.Policy.Assemble(); err != nil {
+			_ = unix.Close(fd)
+			return ruleset{}, fmt.Errorf("seccomp: %w", err)
+		}
+		rs.net = &f
+	}
+	return rs, nil
 }
 
 // restrict confines the calling thread, which the caller has locked
@@ -77,6 +88,11 @@ func (r ruleset) restrict() error {
 	}
 	if err := ll.LandlockRestrictSelf(r.fd, r.flags); err != nil {
 		return fmt.Errorf("landlock: %w", err)
+	}
+	if r.net != nil {
+		if err := denyNet(*r.net); err != nil {
+			return err
+		}
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("clear capabilities: %w", err)
@@ -151,8 +167,7 @@ func (r *ruleSet) rules(p Policy) []landlock.Rule {
 		ro = ro.WithResolveUnix()
 	}
 	rules := []landlock.Rule{
-		landlock.PathAccess(dirOnly, r.roList...).IgnoreIfMissing(),
-		landlock.PathAccess(dirOnlyWrite, r.rwList...).IgnoreIfMissing(),
+		landlock.PathAccess(dirOnly, r.descended()...).IgnoreIfMissing(),
 		ro.IgnoreIfMissing(),
 		landlock.ROFiles(r.roFiles...).IgnoreIfMissing(),
 		landlock.RWDirs(r.rwDirs...).WithRefer().WithIoctlDev().WithResolveUnix().IgnoreIfMissing(),

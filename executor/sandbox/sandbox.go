@@ -129,8 +129,10 @@ func (a Availability) NetworkDenial() string {
 		return "all"
 	case a.NetNS:
 		return "all"
-	case a.LandlockABI >= 4:
-		return "tcp"
+	case a.LandlockABI >= 1:
+		// TCP by Landlock (ABI ≥ 4), every other IP socket (every one
+		// below ABI 4) by a seccomp filter; see netFilter.
+		return "ip"
 	default:
 		return "none"
 	}
