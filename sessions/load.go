@@ -91,6 +91,9 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	}
 	entries := stored.Entries()
 	state := stored.State()
+	// The caller's replay is the last use of the entries: the live session
+	// keeps its history, not its log.
+	stored.ReleaseEntries()
 	s := r.newSession(id, cwd)
 	s.stored = stored
 	s.history, s.seqs = history(entries, state)

@@ -398,13 +398,24 @@ func (sess *Session) ID() string { return sess.id }
 // Header returns the session's header.
 func (sess *Session) Header() Header { return sess.header }
 
-// Entries returns the entries read by Open, in order (nil after Create).
+// Entries returns the entries read by Open, in order (nil after Create and
+// after ReleaseEntries).
 // Entries appended since are not included. The slice is shared: do not
 // modify it.
 func (sess *Session) Entries() []Entry { return sess.entries }
 
 // State folds the header and the entries read by Open (see Fold).
 func (sess *Session) State() State { return Fold(sess.header, sess.entries) }
+
+// ReleaseEntries drops the entries read by Open, once the caller has what
+// it needs of them (Entries and State are empty after it): a live session
+// would otherwise hold its whole log in memory for as long as it is open.
+// ReadEntries still reads them back from the file.
+func (sess *Session) ReleaseEntries() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.entries = nil
+}
 
 // Append adds an entry and returns its Seq. It is buffered (written through
 // once FlushBytes are waiting); call Sync to make it durable. An error from

@@ -292,3 +292,42 @@ func TestTaskIDFilesNeverFollowed(t *testing.T) {
 	}
 	check()
 }
+
+// A loaded session does not keep its log in memory once released; its
+// entries still read back from the file, those appended since included.
+func TestReleaseEntries(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	sess, err := st.Create("s1", "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"one", "two"} {
+		if _, err := sess.Append(store.Prompt{Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess.Close()
+	sess, err = st.Open("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if n := len(sess.Entries()); n != 2 {
+		t.Fatalf("%d entries after Open", n)
+	}
+	sess.ReleaseEntries()
+	if sess.Entries() != nil {
+		t.Errorf("entries kept after ReleaseEntries")
+	}
+	if _, err := sess.Append(store.Prompt{Text: "three"}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := sess.ReadEntries()
+	if err != nil || len(all) != 3 {
+		t.Fatalf("read back %d entries, %v; want 3", len(all), err)
+	}
+	if p, _ := all[2].Decode(); p.(store.Prompt).Text != "three" {
+		t.Errorf("last entry read back: %+v", p)
+	}
+}
