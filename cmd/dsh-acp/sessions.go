@@ -178,24 +178,36 @@ func showSession(w io.Writer, st *store.Store, id string) error {
 	return nil
 }
 
+// callLine is a tool call as a person reads it: a command as "$ command",
+// anything else as its name and arguments.
+func callLine(c store.ToolCall) string {
+	var args struct {
+		Command string `json:"command"`
+	}
+	if c.Name == "bash" && json.Unmarshal([]byte(c.Arguments), &args) == nil && args.Command != "" {
+		return "$ " + args.Command
+	}
+	return "[" + c.Name + "] " + c.Arguments
+}
+
 func showEntry(w io.Writer, p store.Payload) {
 	switch v := p.(type) {
-	case *store.Prompt:
+	case store.Prompt:
 		fmt.Fprintf(w, "\n> %s\n", strings.ReplaceAll(v.Text, "\n", "\n> "))
-	case *store.Assistant:
+	case store.Assistant:
 		if v.Text != "" {
 			fmt.Fprintf(w, "\n%s\n", v.Text)
 		}
 		for _, c := range v.ToolCalls {
-			fmt.Fprintf(w, "\n[%s] %s\n", c.Name, c.Arguments)
+			fmt.Fprintf(w, "\n%s\n", callLine(c))
 		}
-	case *store.ToolResult:
+	case store.ToolResult:
 		text := v.Text
 		if !strings.HasSuffix(text, "\n") {
 			text += "\n"
 		}
 		fmt.Fprint(w, text)
-	case *store.Compaction:
+	case store.Compaction:
 		fmt.Fprintf(w, "\n(earlier conversation summarised: %d messages)\n", v.Replaced)
 	}
 }
