@@ -18,6 +18,9 @@ type terminalAsker struct {
 	in    *os.File
 	out   io.Writer
 	color bool
+	// interrupt is closed by Ctrl-C (the run's context): the question is
+	// abandoned even if the agent never withdraws it.
+	interrupt <-chan struct{}
 
 	// once starts the one reader of in; lines carries what it reads and
 	// is closed at end of input.
@@ -79,6 +82,9 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 		fmt.Fprint(t.out, question)
 		select {
 		case <-ctx.Done():
+			fmt.Fprintln(t.out)
+			return ""
+		case <-t.interrupt:
 			fmt.Fprintln(t.out)
 			return ""
 		case line, ok := <-t.lines:

@@ -147,9 +147,18 @@ func topUsage() string {
 
 const execUsage = `Usage:
   dsh-acp exec [flags] PROMPT...
+  dsh-acp exec [flags] -            (or a prompt piped to stdin)
 
 Runs one prompt through the agent and prints the stream. Flags may come
 before or after the prompt; everything after "--" is prompt text.
+--continue goes on with the newest stored session of this directory,
+--resume ID with any (dsh-acp sessions lists them).
+
+A command that needs approval is asked on the terminal: [y] yes, [a]
+always in this session, [p] always in this project, [n] no. Without a
+terminal it is refused unless --yes (every command, unconfined), --allow
+PATTERN (matching commands) or --default-mode sandbox (every command,
+confined) says otherwise.
 
 Exit codes: 0 the turn ended normally, 1 it failed (a model or agent
 error), 2 usage error, 3 it stopped early (max_turn_requests, the model's
@@ -169,7 +178,8 @@ func usageText(header string, fs *flag.FlagSet) string {
 	fs.SetOutput(io.Discard)
 	// The README and every example spell flags with two dashes.
 	b.WriteString(strings.ReplaceAll("\n"+flags.String(), "\n  -", "\n  --")[1:])
-	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL, DSH_STATE_DIR.\n")
+	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL, DSH_STATE_DIR, NO_COLOR.\n")
+	b.WriteString("Every flag can be set in config.toml in the config directory (dsh-acp config says where).\n")
 	return b.String()
 }
 
@@ -311,6 +321,12 @@ func parseExec(args []string, getenv env) (*config, error) {
 	cfg.cwd = cwd
 	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
 	cfg.spillDir = getenv("TMPDIR")
+	switch {
+	case cfg.cont && cfg.noPersist:
+		return nil, errors.New("--continue needs the store: drop --no-persist")
+	case cfg.cont && cfg.resume != "":
+		return nil, errors.New("--resume and --continue cannot both be given: --continue picks the newest session of the directory")
+	}
 	return cfg, l.explain(cfg.validate())
 }
 
@@ -353,11 +369,8 @@ func (c *config) validate() error {
 	if c.timeout > c.maxTimeout {
 		return fmt.Errorf("--timeout %v is above --max-timeout %v", c.timeout, c.maxTimeout)
 	}
-	if (c.resume != "" || c.cont) && c.noPersist {
-		return errors.New("--resume and --continue need the store: drop --no-persist")
-	}
-	if c.resume != "" && c.cont {
-		return errors.New("--resume and --continue cannot both be given: --continue picks the newest session of the directory")
+	if c.resume != "" && c.noPersist {
+		return errors.New("--resume needs the store: drop --no-persist")
 	}
 	if c.mcpStartTimeout <= 0 || c.mcpTimeout <= 0 {
 		return errors.New("--mcp-start-timeout and --mcp-timeout must be positive")

@@ -61,6 +61,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}()
 
 	p := newPrinter(cfg, stdin, stdout, stderr, getenv)
+	if p.asker != nil {
+		p.asker.interrupt = ctx.Done()
+	}
 	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 

@@ -5,11 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
+
+// bashCall is one scripted model turn of session tag calling bash.
+func bashCall(tag, command string) string {
+	b, _ := json.Marshal(map[string]any{"tag": tag, "tool_calls": []any{map[string]any{"name": "bash", "arguments": map[string]any{"command": command, "description": "Run it"}}}})
+	return string(b)
+}
 
 // answer replies to an agent→client request.
 func (p *proc) answer(id any, result any) {
@@ -61,11 +68,13 @@ func TestProjectRule(t *testing.T) {
 		}
 	}
 	script := writeScript(t,
-		taggedCall("a", "echo first", false, 0), `{"tag":"a","text":"ok"}`,
-		taggedCall("b", "echo second", false, 0), `{"tag":"b","text":"ok"}`,
-		taggedCall("c", "echo third", false, 0), `{"tag":"c","text":"ok"}`,
+		bashCall("a", "echo first"), `{"tag":"a","text":"ok"}`,
+		bashCall("b", "echo second"), `{"tag":"b","text":"ok"}`,
+		bashCall("c", "echo third"), `{"tag":"c","text":"ok"}`,
 	)
-	p := startProcEnv(t, []string{"DSH_STATE_DIR=" + state}, "--script", script)
+	cmd := exec.Command(binPath, "--script", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DSH_STATE_DIR=" + state}
+	p := startCmd(t, cmd)
 	p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
 	newSession := func(cwd string) string {
 		return p.call(ctx, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})["sessionId"].(string)

@@ -142,7 +142,7 @@ func TestExecAsksOnTerminal(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	script := writeScript(t, taggedCall("", "echo hi-from-the-command", false, 0), `{"text":"Done."}`)
+	script := writeScript(t, bashCall("", "echo hi-from-the-command"), `{"text":"Done."}`)
 	env := []string{"DSH_STATE_DIR=" + state, "NO_COLOR=1"}
 
 	term := newTerminal(t)
@@ -182,6 +182,17 @@ func TestExecAsksOnTerminal(t *testing.T) {
 	term3.typeLine("n")
 	if code := waitExit(ctx, t, done); code != 4 || strings.Contains(term3.shown(), "hi-from-the-command\r\n") {
 		t.Errorf("after [n]: exit %d\n%q", code, term3.shown())
+	}
+
+	// Ctrl-C while the question waits ends the run, interrupted, at once.
+	term4 := newTerminal(t)
+	cmd, done := startOnTerminal(t, term4, []string{"DSH_STATE_DIR=" + state}, nil, "exec", "--script", script, "--cwd", t.TempDir(), "interrupted")
+	term4.waitFor(ctx, "[n] no ")
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(ctx, t, done); code != 130 {
+		t.Errorf("Ctrl-C at the question: exit %d\n%q", code, term4.shown())
 	}
 }
 

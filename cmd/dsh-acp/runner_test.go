@@ -216,7 +216,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 // first refusal says, once, how to allow commands.
 func TestExecRefusalSaysHowToAllow(t *testing.T) {
 	t.Parallel()
-	script := writeScript(t, taggedCall("", "echo one", false, 0), taggedCall("", "echo two", false, 0), `{"text":"done"}`)
+	script := writeScript(t, bashCall("", "echo one"), bashCall("", "echo two"), `{"text":"done"}`)
 	code, _, errb := execRun(t, stateEnv(t), nil, "exec", "--script", script, "--cwd", t.TempDir(), "go")
 	if code != 4 || strings.Count(errb, "--default-mode sandbox") != 1 || !strings.Contains(errb, `refused "echo one"`) || !strings.Contains(errb, "--allow PATTERN") {
 		t.Errorf("exit %d, stderr:\n%s", code, errb)
