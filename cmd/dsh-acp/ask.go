@@ -18,7 +18,7 @@ type terminalAsker struct {
 	in    *os.File
 	out   io.Writer
 	color bool
-	// interrupt is closed by Ctrl-C (the run's context): the question is
+	// interrupt is closed when Ctrl-C's cancel was sent: the question is
 	// abandoned even if the agent never withdraws it.
 	interrupt <-chan struct{}
 

@@ -61,14 +61,18 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}()
 
 	p := newPrinter(cfg, stdin, stdout, stderr, getenv)
+	// Closed once Ctrl-C's cancel has gone to the agent: a question on the
+	// terminal is abandoned after it, so the agent sees the turn
+	// cancelled before the question withdrawn.
+	cancelSent := make(chan struct{})
 	if p.asker != nil {
-		p.asker.interrupt = ctx.Done()
+		p.asker.interrupt = cancelSent
 	}
 	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	stop, err := execPrompt(ctx, conn, cfg, servers)
+	stop, err := execPrompt(ctx, conn, cfg, servers, cancelSent)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
@@ -186,7 +190,7 @@ func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
 	return 0
 }
 
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, servers []acpsdk.McpServer) (acpsdk.StopReason, error) {
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, servers []acpsdk.McpServer, cancelSent chan<- struct{}) (acpsdk.StopReason, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -204,6 +208,7 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	// answers "cancelled" and every process it started is stopped.
 	stopWatch := context.AfterFunc(ctx, func() {
 		_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: sess.SessionId})
+		close(cancelSent)
 	})
 	defer stopWatch()
 	resp, err := conn.Prompt(bg, acpsdk.PromptRequest{
