@@ -275,11 +275,26 @@ func (l *layered) explain(err error) error {
 		return nil
 	}
 	for name, line := range l.fileLines {
-		if strings.Contains(err.Error(), "--"+name) {
+		if namesFlag(err.Error(), name) {
 			return fmt.Errorf("%w (set in %s:%d)", err, l.file.path, line)
 		}
 	}
 	return err
+}
+
+// namesFlag reports whether msg names --name itself, not a longer flag
+// that starts with it (--model in "--model-timeout ...").
+func namesFlag(msg, name string) bool {
+	for rest := msg; ; {
+		i := strings.Index(rest, "--"+name)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2+len(name):]
+		if rest == "" || !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz-", rune(rest[0])) {
+			return true
+		}
+	}
 }
 
 func parseServe(args []string, getenv env) (*config, error) {

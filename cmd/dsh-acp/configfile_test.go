@@ -101,6 +101,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"not a setting", "version = true\n", []string{":1:", "not a setting"}},
 		{"invalid value", "# a comment\ncompact-at = 2.0\n", []string{"--compact-at", ":2"}},
 		{"bad mode", "default-mode = \"yolo\"\n", []string{"--default-mode", ":1"}},
+		{"the line of the flag named", "model = \"m\"\nmodel-timeout = \"0s\"\n", []string{"--model-timeout must be positive", "config.toml:2)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

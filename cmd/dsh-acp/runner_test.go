@@ -281,3 +281,26 @@ func TestMCPConfigFile(t *testing.T) {
 		}
 	}
 }
+
+// TestExecMCPConfig: exec starts the servers of --mcp-config and the model
+// can call their tools (the test binary serves MCP as "big").
+func TestExecMCPConfig(t *testing.T) {
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "mcp.json")
+	body, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"big": map[string]any{"command": self, "args": []string{}, "env": map[string]string{mcpServerEnv: "serve"}},
+	}})
+	if err := os.WriteFile(cfgFile, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := writeScript(t, `{"tool_calls":[{"name":"mcp__big__big","arguments":{}}]}`, `{"text":"called"}`)
+	code, out, errb := execRun(t, tmpEnv(t.TempDir()), nil, "exec", "--script", script, "--cwd", t.TempDir(),
+		"--state-dir", t.TempDir(), "--allow", "mcp:big/big", "--mcp-config", cfgFile, "call it")
+	if code != 0 || !strings.Contains(out, "\n10000\n") || !strings.Contains(out, "called") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+}
