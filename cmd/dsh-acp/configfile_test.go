@@ -206,3 +206,40 @@ func TestEveryFlagIsAKey(t *testing.T) {
 func tomlString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
+
+// BenchmarkParseServeWithConfig is what the settings cost at start: the
+// flag sets, a config.toml of a dozen keys, and the command line.
+func BenchmarkParseServeWithConfig(b *testing.B) {
+	home := b.TempDir()
+	dir := filepath.Join(home, "dsh-acp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	file := `model = "deepseek-chat"
+base-url = "https://api.deepseek.com"
+default-mode = "sandbox"
+allow = ["git status", "go test", "go build", "ls", "cat"]
+deny = ["git push", "rm -rf"]
+timeout = "5m"
+max-timeout = "20m"
+compact-at = 0.7
+max-requests = 50
+allow-mcp-readonly = true
+log-level = "info"
+sandbox-network = false
+`
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(file), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	getenv := func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return home
+		}
+		return ""
+	}
+	for b.Loop() {
+		if _, err := parseServe([]string{"--model", "x"}, getenv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
