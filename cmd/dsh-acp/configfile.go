@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,16 +91,8 @@ func loadConfigFile(path string) (*configFile, error) {
 		cf.settings = append(cf.settings, s)
 	}
 	// Map order is random: report mistakes and apply settings top down.
-	sortSettings(cf.settings)
+	slices.SortFunc(cf.settings, func(a, b setting) int { return a.line - b.line })
 	return cf, nil
-}
-
-func sortSettings(ss []setting) {
-	for i := 1; i < len(ss); i++ {
-		for j := i; j > 0 && ss[j].line < ss[j-1].line; j-- {
-			ss[j], ss[j-1] = ss[j-1], ss[j]
-		}
-	}
 }
 
 // keyLines maps each top-level key to its line. Tables have a line too, so
