@@ -72,7 +72,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	stop, err := execPrompt(ctx, conn, cfg, servers, cancelSent)
+	stop, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP}, cancelSent)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
@@ -190,7 +190,14 @@ func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
 	return 0
 }
 
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, servers []acpsdk.McpServer, cancelSent chan<- struct{}) (acpsdk.StopReason, error) {
+// execSession is what exec's session starts with: the --mcp-config
+// servers, and how to wait until they have listed their tools.
+type execSession struct {
+	servers []acpsdk.McpServer
+	waitMCP func(ctx context.Context, id string) error
+}
+
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}) (acpsdk.StopReason, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -200,9 +207,15 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	}); err != nil {
 		return "", fmt.Errorf("initialize: %s", sentence(err))
 	}
-	sess, err := startSession(bg, conn, cfg, servers)
+	sess, err := startSession(bg, conn, cfg, es.servers)
 	if err != nil {
 		return "", err
+	}
+	if len(es.servers) > 0 && es.waitMCP != nil {
+		// Bounded by --mcp-start-timeout; a server that fails is told in
+		// the turn's output. Ctrl-C stops the wait, and the prompt is
+		// then cancelled as it starts.
+		_ = es.waitMCP(ctx, string(sess.SessionId))
 	}
 	// Ctrl-C cancels the turn the way an editor does; the prompt then
 	// answers "cancelled" and every process it started is stopped.
