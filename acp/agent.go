@@ -37,6 +37,9 @@ type Options struct {
 	Loop *agent.Loop
 	// Rules are the --allow/--deny rules checked before anyone is asked.
 	Rules permission.Rules
+	// Project holds the "always in this project" answers; nil offers no
+	// such answer (--no-persist).
+	Project ProjectRules
 	// MCP configures the MCP servers of each session.
 	MCP MCPOptions
 	// Name and Version are advertised in initialize.

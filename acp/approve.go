@@ -17,10 +17,20 @@ import (
 )
 
 const (
-	optAllowOnce   = "allow_once"
-	optAllowAlways = "allow_always"
-	optRejectOnce  = "reject_once"
+	optAllowOnce    = "allow_once"
+	optAllowAlways  = "allow_always"
+	optAllowProject = "allow_always_project"
+	optRejectOnce   = "reject_once"
 )
+
+// ProjectRules are the keys the user allowed "always in this project",
+// kept outside the repository and shared by every session of the project.
+type ProjectRules interface {
+	// Keys returns the keys allowed in the project of cwd.
+	Keys(cwd string) (map[string]bool, error)
+	// Allow remembers keys for the project of cwd.
+	Allow(cwd string, keys ...string) error
+}
 
 // What the model is told when a command was not run.
 const (
@@ -42,14 +52,14 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 		case tools.NoApproval:
 			return agent.Approval{Allowed: true}, nil
 		case tools.ShellCommand:
-			d = a.opts.Rules.Check(sub.Text, s.Remembered())
+			d = a.opts.Rules.Check(sub.Text, a.remembered(s, log))
 		case tools.ToolKey:
-			d = a.opts.Rules.CheckKey(sub.Text, s.Remembered())
+			d = a.opts.Rules.CheckKey(sub.Text, a.remembered(s, log))
 		default:
 			// A subject no rule can read is asked in every mode, and
 			// "always" is not offered for it.
 			log.Warn("unknown approval subject", zap.Stringer("kind", sub.Kind))
-			return a.ask(ctx, s, conn, call, nil, "", log)
+			return a.ask(ctx, s, conn, call, nil, nil, log)
 		}
 		// The mode is read once: it decides both whether to ask and
 		// whether the call runs confined. Ask runs what the user (or a
@@ -74,6 +84,25 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 	})
 }
 
+// remembered is what "always" answers pass in s: the session's own, and
+// its project's. Deny rules are checked before either.
+func (a *Agent) remembered(s *sessions.Session, log *zap.Logger) map[string]bool {
+	keys := s.Remembered()
+	if a.opts.Project == nil {
+		return keys
+	}
+	project, err := a.opts.Project.Keys(s.Cwd)
+	if err != nil {
+		// Asked, not allowed: a broken rules file grants nothing.
+		log.Warn("project rules not readable", zap.Error(err))
+		return keys
+	}
+	for k := range project {
+		keys[k] = true
+	}
+	return keys
+}
+
 // deniedWhat names the subject in a deny message.
 func deniedWhat(sub tools.Subject) string {
 	if sub.Kind == tools.ShellCommand {
@@ -87,27 +116,35 @@ func deniedWhat(sub tools.Subject) string {
 // name says so when this very line will still be asked next time
 // (remembered keys never pass assignments, file writes or substitutions).
 // No keys: no "always" option.
-func always(sub tools.Subject) (keys []string, name string) {
+func always(sub tools.Subject) (keys []string, name func(scope string) string) {
 	if sub.Kind == tools.ToolKey {
-		return []string{sub.Text}, "Always allow `" + sub.Text + "` in this session"
+		return []string{sub.Text}, func(scope string) string { return "Always allow `" + sub.Text + "` in this " + scope }
 	}
 	keys = permission.Keys(sub.Text)
-	name = alwaysName(keys)
-	if len(keys) == 0 {
-		keys = permission.Programs(sub.Text)
-		name = alwaysName(keys) + " (lines like this one, which set variables, write files, substitute commands or use shell constructs such as functions or here-documents, are still asked)"
+	if len(keys) > 0 {
+		return keys, func(scope string) string { return alwaysName(keys, scope) }
 	}
-	return keys, name
+	keys = permission.Programs(sub.Text)
+	return keys, func(scope string) string {
+		return alwaysName(keys, scope) + " (lines like this one, which set variables, write files, substitute commands or use shell constructs such as functions or here-documents, are still asked)"
+	}
 }
 
-func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, keys []string, alwaysLabel string, log *zap.Logger) (agent.Approval, error) {
+func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, keys []string, alwaysLabel func(scope string) string, log *zap.Logger) (agent.Approval, error) {
 	options := []acpsdk.PermissionOption{{Kind: acpsdk.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: optAllowOnce}}
 	if len(keys) > 0 {
 		options = append(options, acpsdk.PermissionOption{
 			Kind:     acpsdk.PermissionOptionKindAllowAlways,
-			Name:     alwaysLabel,
+			Name:     alwaysLabel("session"),
 			OptionId: optAllowAlways,
 		})
+		if a.opts.Project != nil {
+			options = append(options, acpsdk.PermissionOption{
+				Kind:     acpsdk.PermissionOptionKindAllowAlways,
+				Name:     alwaysLabel("project"),
+				OptionId: optAllowProject,
+			})
+		}
 	}
 	options = append(options, acpsdk.PermissionOption{Kind: acpsdk.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: optRejectOnce})
 
@@ -143,17 +180,27 @@ func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call 
 		s.Remember(keys...)
 		log.Info("always allowed", zap.Strings("keys", keys))
 		return agent.Approval{Allowed: true}, nil
+	case optAllowProject:
+		if err := a.opts.Project.Allow(s.Cwd, keys...); err != nil {
+			// The command was allowed; only the remembering failed, so
+			// the session remembers it at least.
+			log.Warn("project rule not stored; remembered for this session", zap.Error(err))
+		}
+		s.Remember(keys...)
+		log.Info("always allowed in project", zap.Strings("keys", keys))
+		return agent.Approval{Allowed: true}, nil
 	}
 	return agent.Approval{Message: rejectedText}, nil
 }
 
-// alwaysName says exactly what "always" will remember.
-func alwaysName(keys []string) string {
+// alwaysName says exactly what "always" will remember, and where: "session"
+// or "project".
+func alwaysName(keys []string, scope string) string {
 	quoted := make([]string, len(keys))
 	for i, k := range keys {
 		quoted[i] = "`" + k + "`"
 	}
-	return "Always allow " + strings.Join(quoted, ", ") + " commands in this session"
+	return "Always allow " + strings.Join(quoted, ", ") + " commands in this " + scope
 }
 
 // rawInput is the arguments as JSON for the editor, or the raw text when the

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -207,4 +208,20 @@ func (a *Agent) mcpNotes(s *sessions.Session, ui *turnUI) (emit func(agent.Event
 			flush()
 		}
 	}, flush
+}
+
+// WaitMCP returns when every MCP server of session id has either listed its
+// tools or failed, or when ctx ends. An editor's user types after the
+// servers start; a headless run prompts at once and waits here instead, so
+// the model's first request offers their tools. A session with no servers
+// returns at once.
+func (a *Agent) WaitMCP(ctx context.Context, id string) error {
+	s, err := a.opts.Sessions.Get(id)
+	if err != nil {
+		return err
+	}
+	if m := mcpOf(s); m != nil {
+		return m.servers.WaitStarted(ctx)
+	}
+	return nil
 }

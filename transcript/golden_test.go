@@ -150,6 +150,11 @@ func (n *normaliser) value(v any) any {
 			}
 			out[n.str(k)] = n.value(x[k])
 		}
+		// The agent's version is read from its build (module version or
+		// VCS revision): only its presence is pinned.
+		if _, ok := out["version"].(string); ok && out["name"] == "dsh-acp" {
+			out["version"] = "$VERSION"
+		}
 		// An estimated usage depends on the length of $TMP (the system
 		// prompt names the cwd): only its presence is pinned.
 		if meta, _ := out["_meta"].(map[string]any); out["sessionUpdate"] == "usage_update" && meta["estimated"] == true {

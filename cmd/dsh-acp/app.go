@@ -20,14 +20,12 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/scripted"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/permission"
+	"github.com/dsh-acp/dsh-acp/permission/project"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
 
 // app is the wired program: one executor shared by every session.
 type app struct {
@@ -241,7 +239,8 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			Tasks:         a.toolset,
 			Logger:        log.Named("agent"),
 		},
-		Rules: permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
+		Rules:   permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
+		Project: projectRules(st),
 		MCP: acp.MCPOptions{
 			Servers: mcptool.Options{
 				StartTimeout: cfg.mcpStartTimeout,
@@ -267,6 +266,16 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		return nil, errors.Join(err, a.toolset.Close(), ex.Close(), closeAll(closers))
 	}
 	return a, nil
+}
+
+// projectRules are the "always in this project" answers, beside the
+// sessions in the state directory; none with --no-persist (nothing
+// outlives the process then).
+func projectRules(st *store.Store) acp.ProjectRules {
+	if st == nil {
+		return nil
+	}
+	return project.Open(st.Dir())
 }
 
 // close kills every process group the agent started and releases files.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -75,6 +76,10 @@ type config struct {
 	prompt   string
 	// resume is the stored session exec continues; empty = a new one.
 	resume string
+	// cont is --continue: resume the newest stored session of the cwd.
+	cont bool
+	// mcpConfig is --mcp-config, a JSON file of MCP servers.
+	mcpConfig string
 	// cwdSet: --cwd was given (a resumed session otherwise keeps its own).
 	cwdSet bool
 }
@@ -126,21 +131,34 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	return fs
 }
 
-const serveUsage = `Usage:
-  dsh-acp [serve] [flags]          serve the Agent Client Protocol on stdin/stdout
-  dsh-acp exec [flags] PROMPT...   run one prompt and print what happens
-  dsh-acp sessions [--cwd DIR]     list the stored sessions (id, updated, title, cwd)
-  dsh-acp help                     print this help
-  dsh-acp version                  print the version
-
-Flags:
-`
+// topUsage is the program's help: the commands of commandTable, then the
+// server's flags.
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, c := range commandTable() {
+		fmt.Fprintf(tw, "  dsh-acp %s %s\t%s\n", c.name, c.args, c.summary)
+	}
+	tw.Flush()
+	b.WriteString("\nWith no command, dsh-acp serves (flags below). \"dsh-acp help COMMAND\" prints a\ncommand's own help. Every flag can also be set in config.toml (dsh-acp help config).\n\nFlags:\n")
+	return b.String()
+}
 
 const execUsage = `Usage:
   dsh-acp exec [flags] PROMPT...
+  dsh-acp exec [flags] -            (or a prompt piped to stdin)
 
 Runs one prompt through the agent and prints the stream. Flags may come
 before or after the prompt; everything after "--" is prompt text.
+--continue goes on with the newest stored session of this directory,
+--resume ID with any (dsh-acp sessions lists them).
+
+A command that needs approval is asked on the terminal: [y] yes, [a]
+always in this session, [p] always in this project, [n] no. Without a
+terminal it is refused unless --yes (every command, unconfined), --allow
+PATTERN (matching commands) or --default-mode sandbox (every command,
+confined) says otherwise.
 
 Exit codes: 0 the turn ended normally, 1 it failed (a model or agent
 error), 2 usage error, 3 it stopped early (max_turn_requests, the model's
@@ -160,7 +178,8 @@ func usageText(header string, fs *flag.FlagSet) string {
 	fs.SetOutput(io.Discard)
 	// The README and every example spell flags with two dashes.
 	b.WriteString(strings.ReplaceAll("\n"+flags.String(), "\n  -", "\n  --")[1:])
-	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL, DSH_STATE_DIR.\n")
+	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL, DSH_STATE_DIR, NO_COLOR.\n")
+	b.WriteString("Every flag can be set in config.toml in the config directory (dsh-acp config says where).\n")
 	return b.String()
 }
 
@@ -193,10 +212,98 @@ func parseFlags(fs *flag.FlagSet, header string, args []string) ([]string, error
 	}
 }
 
+// flagSetFunc declares one command's flags over cfg, their defaults read
+// from getenv.
+type flagSetFunc func(cfg *config, getenv env) *flag.FlagSet
+
+func serveFlags(cfg *config, getenv env) *flag.FlagSet { return newFlagSet("dsh-acp", cfg, getenv) }
+
+func execFlags(cfg *config, getenv env) *flag.FlagSet {
+	fs := newFlagSet("dsh-acp exec", cfg, getenv)
+	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the session (default: the current directory)")
+	fs.BoolVar(&cfg.yes, "yes", false, "answer every permission question with allow (default: ask on a terminal, else refuse)")
+	fs.BoolVar(&cfg.thoughts, "thoughts", false, "print the model's reasoning (dimmed)")
+	fs.StringVar(&cfg.resume, "resume", "", "continue the stored session `ID` (see dsh-acp sessions) instead of starting one")
+	fs.BoolVar(&cfg.cont, "continue", false, "continue the newest stored session of this working directory")
+	fs.StringVar(&cfg.mcpConfig, "mcp-config", "", "start the MCP servers of `FILE` ({\"mcpServers\": {name: {command, args, env} | {url, headers}}})")
+	return fs
+}
+
+func noEnvAt(string) string { return "" }
+
+// layered is a command's flag set after the defaults, the config file and
+// the environment, before the command line: flag > environment > file >
+// default.
+type layered struct {
+	fs   *flag.FlagSet
+	file *configFile
+	// fileLines: the flags the file set, and on which line.
+	fileLines map[string]int
+	// fromEnv: the flags whose default the environment gave.
+	fromEnv map[string]bool
+}
+
+// layer builds mk's flag set over cfg and applies config.toml to it.
+func layer(mk flagSetFunc, cfg *config, getenv env) (*layered, error) {
+	l := &layered{fs: mk(cfg, getenv), fromEnv: map[string]bool{}}
+	// Generic over the flags: a flag whose default differs from the one
+	// it has in an empty environment was set by the environment.
+	bare := mk(&config{}, noEnvAt)
+	l.fs.VisitAll(func(f *flag.Flag) {
+		if b := bare.Lookup(f.Name); b != nil && b.DefValue != f.DefValue {
+			l.fromEnv[f.Name] = true
+		}
+	})
+	cf, err := loadConfigFile(configPath(getenv))
+	if err != nil {
+		return nil, err
+	}
+	l.file = cf
+	// Every key is a flag of exec (a superset of the server's).
+	all := execFlags(&config{}, noEnvAt)
+	known := func(k string) bool { return all.Lookup(k) != nil }
+	if l.fileLines, err = cf.apply(l.fs, known, l.fromEnv); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// explain adds to a validation error the config file line that set the
+// flag it names, so the person knows where to fix it.
+func (l *layered) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	for name, line := range l.fileLines {
+		if namesFlag(err.Error(), name) {
+			return fmt.Errorf("%w (set in %s:%d)", err, l.file.path, line)
+		}
+	}
+	return err
+}
+
+// namesFlag reports whether msg names --name itself, not a longer flag
+// that starts with it (--model in "--model-timeout ...").
+func namesFlag(msg, name string) bool {
+	for rest := msg; ; {
+		i := strings.Index(rest, "--"+name)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2+len(name):]
+		if rest == "" || !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz-", rune(rest[0])) {
+			return true
+		}
+	}
+}
+
 func parseServe(args []string, getenv env) (*config, error) {
 	cfg := &config{getenv: getenv}
-	fs := newFlagSet("dsh-acp", cfg, getenv)
-	rest, err := parseFlags(fs, serveUsage, args)
+	l, err := layer(serveFlags, cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := parseFlags(l.fs, topUsage(), args)
 	if err != nil {
 		return nil, err
 	}
@@ -205,25 +312,21 @@ func parseServe(args []string, getenv env) (*config, error) {
 	}
 	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
 	cfg.spillDir = getenv("TMPDIR")
-	return cfg, cfg.validate()
+	return cfg, l.explain(cfg.validate())
 }
 
 func parseExec(args []string, getenv env) (*config, error) {
 	cfg := &config{getenv: getenv}
-	fs := newFlagSet("dsh-acp exec", cfg, getenv)
-	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the session (default: the current directory)")
-	fs.BoolVar(&cfg.yes, "yes", false, "answer every permission question with allow (default: refuse)")
-	fs.BoolVar(&cfg.thoughts, "thoughts", false, "print the model's reasoning (dimmed)")
-	fs.StringVar(&cfg.resume, "resume", "", "continue the stored session `ID` (see dsh-acp sessions) instead of starting one")
+	l, err := layer(execFlags, cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
 	cfg.headless = true
-	rest, err := parseFlags(fs, execUsage, args)
+	rest, err := parseFlags(l.fs, execUsage, args)
 	if err != nil {
 		return nil, err
 	}
 	cfg.prompt = strings.Join(rest, " ")
-	if strings.TrimSpace(cfg.prompt) == "" && !cfg.version {
-		return nil, errors.New("exec needs a prompt (dsh-acp exec [flags] PROMPT)")
-	}
 	cfg.cwdSet = cfg.cwd != ""
 	// A relative --cwd means what it means in a shell: relative to here.
 	cwd, err := filepath.Abs(cfg.cwd)
@@ -233,7 +336,13 @@ func parseExec(args []string, getenv env) (*config, error) {
 	cfg.cwd = cwd
 	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
 	cfg.spillDir = getenv("TMPDIR")
-	return cfg, cfg.validate()
+	switch {
+	case cfg.cont && cfg.noPersist:
+		return nil, errors.New("--continue needs the store: drop --no-persist")
+	case cfg.cont && cfg.resume != "":
+		return nil, errors.New("--resume and --continue cannot both be given: --continue picks the newest session of the directory")
+	}
+	return cfg, l.explain(cfg.validate())
 }
 
 // window is the model's context window in tokens: --context-window, else

@@ -10,16 +10,29 @@ import (
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"golang.org/x/term"
 
 	"github.com/dsh-acp/dsh-acp/internal/logbridge"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
 // runExec runs one prompt through the same agent the editor gets, via an
 // in-process ACP client over pipes, and prints the stream for a person.
-func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	cfg, err := parseExec(args, env(getenv))
+func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int {
+	cfg, err := parseExec(args, getenv)
+	if err == nil && !cfg.version {
+		err = readPrompt(cfg, stdin)
+	}
 	if code, done := settle(cfg, err, "dsh-acp exec", stdout, stderr); done {
 		return code
+	}
+	servers, err := loadMCPConfig(cfg.mcpConfig)
+	if err == nil && cfg.cont {
+		cfg.resume, err = newestSession(cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		return 2
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
@@ -47,15 +60,19 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		<-served
 	}()
 
-	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: isTerminal(stdout)}
-	if isTerminal(stderr) {
-		p.quiet = newSilence(modelSilence, func() { p.notice(stderr, "waiting for the model…") })
+	p := newPrinter(cfg, stdin, stdout, stderr, getenv)
+	// Closed once Ctrl-C's cancel has gone to the agent: a question on the
+	// terminal is abandoned after it, so the agent sees the turn
+	// cancelled before the question withdrawn.
+	cancelSent := make(chan struct{})
+	if p.asker != nil {
+		p.asker.interrupt = cancelSent
 	}
 	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	stop, err := execPrompt(ctx, conn, cfg, p.answered)
+	stop, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP}, cancelSent, p.answered)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
@@ -63,6 +80,92 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return 1
 	}
 	return exitCode(stop, p, stderr)
+}
+
+// newPrinter is the client of one exec run: colour only on a terminal and
+// without NO_COLOR; questions asked on the terminal when stdin is one and
+// --yes was not given, else refused with a word on how to allow.
+func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv env) *printer {
+	noColor := getenv("NO_COLOR") != ""
+	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: !noColor && isTerminal(stdout), hint: stderr}
+	if f, ok := stdin.(*os.File); ok && !cfg.yes && isTerminal(stdin) {
+		p.asker = &terminalAsker{in: f, out: stderr, color: !noColor && isTerminal(stderr)}
+	}
+	if isTerminal(stderr) {
+		dim := !noColor
+		p.quiet = newSilence(modelSilence, func() { p.notice(stderr, "waiting for the model…", dim) })
+	}
+	return p
+}
+
+// maxPromptBytes bounds a prompt read from stdin.
+const maxPromptBytes = 8 << 20
+
+// readPrompt takes the prompt from stdin for "exec -", and when no prompt
+// was given and stdin is not a terminal (a pipe or a file).
+func readPrompt(cfg *config, stdin io.Reader) error {
+	fromStdin := cfg.prompt == "-" || (strings.TrimSpace(cfg.prompt) == "" && stdin != nil && !isTerminal(stdin))
+	if fromStdin {
+		if stdin == nil {
+			return errors.New("exec -: there is no stdin to read the prompt from")
+		}
+		b, err := io.ReadAll(io.LimitReader(stdin, maxPromptBytes+1))
+		if err != nil {
+			return fmt.Errorf("read the prompt from stdin: %w", err)
+		}
+		if len(b) > maxPromptBytes {
+			return fmt.Errorf("the prompt on stdin is over %d MiB", maxPromptBytes>>20)
+		}
+		cfg.prompt = strings.TrimRight(string(b), "\r\n")
+	}
+	if strings.TrimSpace(cfg.prompt) == "" {
+		return errors.New("exec needs a prompt: dsh-acp exec [flags] PROMPT, or on stdin: echo PROMPT | dsh-acp exec -")
+	}
+	return nil
+}
+
+// newestSession is the stored session --continue resumes: the newest of
+// the working directory.
+func newestSession(cfg *config) (string, error) {
+	dir, err := cfg.storeDir()
+	if err != nil {
+		return "", fmt.Errorf("--continue: %w", err)
+	}
+	st, err := store.New(store.Options{Dir: dir})
+	if err != nil {
+		return "", fmt.Errorf("--continue: the state directory: %w", err)
+	}
+	page, err := st.List(store.ListOptions{Cwd: cfg.cwd})
+	if err != nil {
+		return "", fmt.Errorf("--continue: %w", err)
+	}
+	if len(page.Sessions) == 0 {
+		return "", fmt.Errorf("--continue: no stored session in %s to continue (start one with dsh-acp exec PROMPT)", cfg.cwd)
+	}
+	return page.Sessions[0].ID, nil
+}
+
+// sentence is what a person reads of an error from the agent: the message
+// of a JSON-RPC error (with its detail), never the JSON object.
+func sentence(err error) string {
+	var re *acpsdk.RequestError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	switch d := re.Data.(type) {
+	case string:
+		if d != "" {
+			return d
+		}
+	case map[string]any:
+		if e, ok := d["error"].(string); ok && e != "" {
+			return e
+		}
+		if e, ok := d["details"].(string); ok && e != "" {
+			return e
+		}
+	}
+	return re.Message
 }
 
 // exitCode maps how the turn ended to the exit codes execUsage lists, so a
@@ -87,11 +190,18 @@ func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
 	return 0
 }
 
+// execSession is what exec's session starts with: the --mcp-config
+// servers, and how to wait until they have listed their tools.
+type execSession struct {
+	servers []acpsdk.McpServer
+	waitMCP func(ctx context.Context, id string) error
+}
+
 // execPrompt runs the prompt in a new or resumed session. A new session
 // whose prompt failed before the model answered anything (answered) is
 // deleted: there is nothing in it to resume, and a failing key or endpoint
 // would otherwise leave one stored session per try.
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, answered func() bool) (acpsdk.StopReason, error) {
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}, answered func() bool) (acpsdk.StopReason, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -99,16 +209,23 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		// prints naturally to a terminal.
 		ClientCapabilities: acpsdk.ClientCapabilities{Meta: map[string]any{"terminal_output": true}},
 	}); err != nil {
-		return "", fmt.Errorf("initialize: %w", err)
+		return "", fmt.Errorf("initialize: %s", sentence(err))
 	}
-	sess, err := startSession(bg, conn, cfg)
+	sess, err := startSession(bg, conn, cfg, es.servers)
 	if err != nil {
 		return "", err
+	}
+	if len(es.servers) > 0 && es.waitMCP != nil {
+		// Bounded by --mcp-start-timeout; a server that fails is told in
+		// the turn's output. Ctrl-C stops the wait, and the prompt is
+		// then cancelled as it starts.
+		_ = es.waitMCP(ctx, string(sess.SessionId))
 	}
 	// Ctrl-C cancels the turn the way an editor does; the prompt then
 	// answers "cancelled" and every process it started is stopped.
 	stopWatch := context.AfterFunc(ctx, func() {
 		_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: sess.SessionId})
+		close(cancelSent)
 	})
 	defer stopWatch()
 	resp, err := conn.Prompt(bg, acpsdk.PromptRequest{
@@ -119,22 +236,18 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		if cfg.resume == "" && !answered() {
 			_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
 		}
-		var re *acpsdk.RequestError
-		if errors.As(err, &re) {
-			return "", errors.New(re.Message)
-		}
-		return "", err
+		return "", errors.New(sentence(err))
 	}
 	return resp.StopReason, nil
 }
 
 // startSession starts a new session, or resumes the stored one --resume
 // names (in --cwd when given, else where it was).
-func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config) (acpsdk.NewSessionResponse, error) {
+func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, servers []acpsdk.McpServer) (acpsdk.NewSessionResponse, error) {
 	if cfg.resume == "" {
-		sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: cfg.cwd, McpServers: []acpsdk.McpServer{}})
+		sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: cfg.cwd, McpServers: servers})
 		if err != nil {
-			return sess, fmt.Errorf("new session: %w", err)
+			return sess, fmt.Errorf("new session in %s: %s", cfg.cwd, sentence(err))
 		}
 		return sess, nil
 	}
@@ -144,7 +257,7 @@ func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *c
 			cwd = stored
 		}
 	}
-	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(cfg.resume), Cwd: cwd}); err != nil {
+	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(cfg.resume), Cwd: cwd, McpServers: servers}); err != nil {
 		var re *acpsdk.RequestError
 		if errors.As(err, &re) {
 			return acpsdk.NewSessionResponse{}, fmt.Errorf("resume session %s: %s", cfg.resume, re.Message)
@@ -174,13 +287,11 @@ func findStored(ctx context.Context, conn *acpsdk.ClientSideConnection, id strin
 	}
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// isTerminal reports a stream that is a terminal (not merely a character
+// device: /dev/null is one too).
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }
 
 // printer is the headless runner's ACP client: it prints the stream and
@@ -192,6 +303,10 @@ type printer struct {
 	color    bool
 	// quiet says when the model is silent; nil when stderr is not a terminal.
 	quiet *silence
+	// asker asks the person on the terminal; nil: answer from --yes.
+	asker *terminalAsker
+	// hint is where the first automatic refusal says how to allow.
+	hint io.Writer
 
 	// mu guards everything below and orders writes.
 	mu sync.Mutex
@@ -256,20 +371,22 @@ func (p *printer) finish() {
 	defer p.mu.Unlock()
 	p.newline()
 	if p.refused > 0 {
-		p.write(p.style(ansiDim, fmt.Sprintf("(%d command(s) refused: pass --yes to let the agent run commands)", p.refused)) + "\n")
+		p.write(p.style(ansiDim, fmt.Sprintf("(%d command(s) refused: %s)", p.refused, howToAllow)) + "\n")
 	}
 }
 
-// notice writes a line for the person to w (stderr), on a line of its own
-// when stdout is the same terminal.
-func (p *printer) notice(w io.Writer, s string) {
+// notice writes a line for the person to w (stderr, a terminal), on a line
+// of its own when stdout is the same terminal; dimmed unless NO_COLOR.
+func (p *printer) notice(w io.Writer, s string, dim bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.color {
 		p.newline()
 	}
-	// Only called when w is a terminal, so it is always dimmed.
-	io.WriteString(w, ansiDim+s+ansiReset+"\n")
+	if dim {
+		s = ansiDim + s + ansiReset
+	}
+	io.WriteString(w, s+"\n")
 }
 
 func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
@@ -400,25 +517,50 @@ func unfence(s string) (string, bool) {
 	return body, true
 }
 
-func (p *printer) RequestPermission(_ context.Context, r acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+// howToAllow is what a run without a terminal says about its refusals.
+const howToAllow = "no terminal to ask on; to let commands run pass --yes (every command, unconfined), --allow PATTERN (commands matching it) or --default-mode sandbox (every command, confined)"
+
+func (p *printer) RequestPermission(ctx context.Context, r acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	if p.asker != nil {
+		p.mu.Lock()
+		p.newline()
+		p.mu.Unlock()
+		// Not under mu while the person thinks: output keeps flowing.
+		return selected(p.asker.ask(ctx, r)), nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	want := acpsdk.PermissionOptionKindRejectOnce
 	if p.yes {
 		want = acpsdk.PermissionOptionKindAllowOnce
 	} else {
+		if p.refused == 0 && p.hint != nil {
+			title := ""
+			if r.ToolCall.Title != nil {
+				title = *r.ToolCall.Title
+			}
+			fmt.Fprintf(p.hint, "dsh-acp exec: refused %q: %s\n", title, howToAllow)
+		}
 		p.refused++
 	}
 	for _, o := range r.Options {
 		if o.Kind == want {
-			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.RequestPermissionOutcome{
-				Selected: &acpsdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId, Outcome: "selected"},
-			}}, nil
+			return selected(o.OptionId), nil
 		}
 	}
+	return selected(""), nil
+}
+
+// selected answers with an option, or cancelled for "".
+func selected(id acpsdk.PermissionOptionId) acpsdk.RequestPermissionResponse {
+	if id == "" {
+		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.RequestPermissionOutcome{
+			Cancelled: &acpsdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"},
+		}}
+	}
 	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.RequestPermissionOutcome{
-		Cancelled: &acpsdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"},
-	}}, nil
+		Selected: &acpsdk.RequestPermissionOutcomeSelected{OptionId: id, Outcome: "selected"},
+	}}
 }
 
 var errNoFS = acpsdk.NewMethodNotFound("the headless runner offers no client file system or terminals")

@@ -47,42 +47,109 @@ func main() {
 	os.Exit(code)
 }
 
+// command is one subcommand of the binary. Subcommands live in one table
+// (commandTable): help, completion and dispatch all read it.
+type command struct {
+	name string
+	// args is the synopsis after the name; summary one line for help.
+	args, summary string
+	run           func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int
+}
+
+// commandTable is every subcommand, in the order help lists them. A
+// function, not a variable: help and completion read the table itself.
+func commandTable() []command {
+	return []command{
+		{"serve", "[flags]", "serve the Agent Client Protocol on stdin/stdout (the default)", runServe},
+		{"exec", "[flags] PROMPT...", "run one prompt and print what happens (PROMPT - or piped: read stdin)", runExec},
+		{"sessions", "[show ID | rm ID] [--json]", "list, show or delete the stored sessions", runSessions},
+		{"rules", "[rm N]", "list or remove the commands always allowed in a project", runRules},
+		{"config", "[flags]", "print the effective settings and where each came from", runConfig},
+		{"completion", "bash|zsh|fish", "print a shell completion script", runCompletion},
+		{"help", "[COMMAND]", "print this help, or a command's own", runHelp},
+		{"version", "", "print the version", runVersion},
+	}
+}
+
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commandTable() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commandTable() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 // run is the whole program minus process globals, so tests can drive it.
 // It returns the exit code: 0 on a clean end (stdin closed, SIGINT or
 // SIGTERM), 2 for bad flags, 1 for anything else; exec has its own (see
 // runExec).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	cmd := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return runServe(ctx, args, stdin, stdout, stderr, getenv)
 	}
-	switch cmd {
-	case "exec":
-		return runExec(ctx, args, stdout, stderr, getenv)
-	case "sessions":
-		return runSessions(args, stdout, stderr, getenv)
-	case "", "serve":
-	case "help":
-		_, err := parseServe([]string{"--help"}, env(getenv))
-		code, _ := settle(nil, err, "dsh-acp", stdout, stderr)
-		return code
-	case "version":
-		fmt.Fprintln(stdout, "dsh-acp", version)
-		return 0
-	default:
+	c, ok := lookupCommand(args[0])
+	if !ok {
 		// Never guess that a stray word was meant as a prompt: exec would
 		// send it to a paid model.
-		fmt.Fprintf(stderr, "dsh-acp: unknown command %q (commands: serve, exec, sessions, help, version)\n", cmd)
+		fmt.Fprintf(stderr, "dsh-acp: unknown command %q (commands: %s)\n", args[0], strings.Join(commandNames(), ", "))
 		return 2
 	}
-	cfg, err := parseServe(args, env(getenv))
+	return c.run(ctx, args[1:], stdin, stdout, stderr, getenv)
+}
+
+// bareTerminalLine is what a person who started the server by hand reads:
+// it waits for an editor's ACP frames, which looks like a hang.
+const bareTerminalLine = "dsh-acp speaks the Agent Client Protocol on stdin for editors (Ctrl-D ends it); from a terminal, use dsh-acp exec \"PROMPT\" (dsh-acp help)"
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int {
+	cfg, err := parseServe(args, getenv)
 	if code, done := settle(cfg, err, "dsh-acp", stdout, stderr); done {
 		return code
+	}
+	if isTerminal(stdin) {
+		fmt.Fprintln(stderr, bareTerminalLine)
 	}
 	if err := serve(ctx, cfg, stdin, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "dsh-acp:", err)
 		return 1
 	}
+	return 0
+}
+
+func runHelp(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
+	if len(args) == 0 {
+		_, err := parseServe([]string{"--help"}, getenv)
+		code, _ := settle(nil, err, "dsh-acp", stdout, stderr)
+		return code
+	}
+	c, ok := lookupCommand(args[0])
+	if !ok || len(args) > 1 {
+		fmt.Fprintf(stderr, "dsh-acp help: no command %q (commands: %s)\n", strings.Join(args, " "), strings.Join(commandNames(), ", "))
+		return 2
+	}
+	if c.name == "help" || c.name == "version" {
+		fmt.Fprintf(stdout, "Usage:\n  dsh-acp %s %s\n\n%s\n", c.name, c.args, c.summary)
+		return 0
+	}
+	// Every other command prints its own usage on --help, to stdout.
+	return c.run(context.Background(), []string{"--help"}, nil, stdout, stderr, getenv)
+}
+
+func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, _ env) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "dsh-acp version: unexpected argument %q\n", args[0])
+		return 2
+	}
+	fmt.Fprintln(stdout, "dsh-acp", version)
 	return 0
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,25 +16,30 @@ import (
 )
 
 const sessionsUsage = `Usage:
-  dsh-acp sessions [--cwd DIR] [--state-dir DIR]
+  dsh-acp sessions [--cwd DIR] [--json]   list the stored sessions, newest first
+  dsh-acp sessions show ID                print a session's conversation
+  dsh-acp sessions rm ID                  delete a stored session
 
-Lists the stored sessions, newest first: id, last update, title and
-working directory. Continue one with dsh-acp exec --resume ID PROMPT...
+The list shows id, last update, title and working directory; --json
+prints one JSON array of {id, cwd, title, created, updated}. Continue a
+session with dsh-acp exec --resume ID PROMPT... (or --continue for the
+newest of the current directory).
 
 Flags:
 `
 
-// runSessions prints the stored sessions for a person.
-func runSessions(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+// runSessions lists, shows or deletes the stored sessions.
+func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
 	cfg := &config{getenv: getenv}
 	fs := flag.NewFlagSet("dsh-acp sessions", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&cfg.cwd, "cwd", "", "only the sessions of this working `DIR`")
-	fs.StringVar(&cfg.stateDir, "state-dir", env(getenv).first("DSH_STATE_DIR"), "the state `DIR` (env DSH_STATE_DIR)")
+	fs.StringVar(&cfg.stateDir, "state-dir", getenv.first("DSH_STATE_DIR"), "the state `DIR` (env DSH_STATE_DIR)")
+	asJSON := fs.Bool("json", false, "list as a JSON array")
 	rest, err := parseFlags(fs, sessionsUsage, args)
-	if err == nil && len(rest) > 0 {
-		err = fmt.Errorf("unexpected argument %q", rest[0])
+	if err == nil {
+		err = checkSessionsArgs(rest)
 	}
 	var help *helpError
 	switch {
@@ -48,47 +56,179 @@ func runSessions(args []string, stdout, stderr io.Writer, getenv func(string) st
 			return 2
 		}
 	}
-	dir, err := cfg.storeDir()
+	st, err := openStoreFor(cfg)
 	if err == nil {
-		err = printSessions(stdout, dir, cfg.cwd)
+		switch {
+		case len(rest) == 0 && *asJSON:
+			err = printSessionsJSON(stdout, st, cfg.cwd)
+		case len(rest) == 0:
+			err = printSessions(stdout, st, cfg.cwd)
+		case rest[0] == "show":
+			err = showSession(stdout, st, rest[1])
+		default:
+			err = st.Delete(rest[1])
+			if err == nil {
+				fmt.Fprintln(stdout, "deleted session", rest[1])
+			}
+		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp sessions:", err)
+		fmt.Fprintln(stderr, "dsh-acp sessions:", storeSentence(err))
 		return 1
 	}
 	return 0
 }
 
-func printSessions(w io.Writer, dir, cwd string) error {
+func checkSessionsArgs(rest []string) error {
+	switch {
+	case len(rest) == 0:
+		return nil
+	case rest[0] != "show" && rest[0] != "rm":
+		return fmt.Errorf("unexpected argument %q (sessions, sessions show ID, sessions rm ID)", rest[0])
+	case len(rest) != 2:
+		return fmt.Errorf("sessions %s takes one session ID", rest[0])
+	}
+	return nil
+}
+
+// storeSentence says what a store error means for the person.
+func storeSentence(err error) string {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return err.Error() + " (dsh-acp sessions lists them)"
+	case errors.Is(err, store.ErrLocked), errors.Is(err, store.ErrOpen):
+		return err.Error() + ": it is open in a running agent; end that first"
+	}
+	return err.Error()
+}
+
+// openStoreFor opens the state directory of cfg, for reading it.
+func openStoreFor(cfg *config) (*store.Store, error) {
+	dir, err := cfg.storeDir()
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.New(store.Options{Dir: dir})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("the state directory %s: %w", dir, err)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tCWD")
-	n := 0
+	return st, nil
+}
+
+// allSessions lists every stored session (of cwd, if given), newest first.
+func allSessions(st *store.Store, cwd string) ([]store.Info, error) {
+	var out []store.Info
 	cursor := ""
 	for {
 		page, err := st.List(store.ListOptions{Cwd: cwd, Cursor: cursor})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, s := range page.Sessions {
-			title := s.Title
-			if title == "" {
-				title = "(untitled)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Updated.Local().Format(time.DateTime), title, s.Cwd)
-			n++
-		}
+		out = append(out, page.Sessions...)
 		if page.NextCursor == "" {
-			break
+			return out, nil
 		}
 		cursor = page.NextCursor
 	}
-	if n == 0 {
-		_, err := fmt.Fprintf(w, "no stored sessions in %s\n", dir)
+}
+
+type sessionJSON struct {
+	ID      string    `json:"id"`
+	Cwd     string    `json:"cwd"`
+	Title   string    `json:"title"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+func printSessionsJSON(w io.Writer, st *store.Store, cwd string) error {
+	infos, err := allSessions(st, cwd)
+	if err != nil {
 		return err
+	}
+	out := make([]sessionJSON, 0, len(infos))
+	for _, s := range infos {
+		out = append(out, sessionJSON{ID: s.ID, Cwd: s.Cwd, Title: s.Title, Created: s.Created, Updated: s.Updated})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// showSession prints a session's conversation for a person: the prompts,
+// the answers, and each tool call with its result.
+func showSession(w io.Writer, st *store.Store, id string) error {
+	sess, err := st.Open(id)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	state := sess.State()
+	title := state.Title
+	if title == "" {
+		title = "(untitled)"
+	}
+	fmt.Fprintf(w, "session %s: %s\n%s, created %s\n", id, title, state.Cwd, sess.Header().Created.Local().Format(time.DateTime))
+	for _, e := range sess.Entries() {
+		p, err := e.Decode()
+		if err != nil {
+			continue
+		}
+		showEntry(w, p)
+	}
+	return nil
+}
+
+// callLine is a tool call as a person reads it: a command as "$ command",
+// anything else as its name and arguments.
+func callLine(c store.ToolCall) string {
+	var args struct {
+		Command string `json:"command"`
+	}
+	if c.Name == "bash" && json.Unmarshal([]byte(c.Arguments), &args) == nil && args.Command != "" {
+		return "$ " + args.Command
+	}
+	return "[" + c.Name + "] " + c.Arguments
+}
+
+func showEntry(w io.Writer, p store.Payload) {
+	switch v := p.(type) {
+	case store.Prompt:
+		fmt.Fprintf(w, "\n> %s\n", strings.ReplaceAll(v.Text, "\n", "\n> "))
+	case store.Assistant:
+		if v.Text != "" {
+			fmt.Fprintf(w, "\n%s\n", v.Text)
+		}
+		for _, c := range v.ToolCalls {
+			fmt.Fprintf(w, "\n%s\n", callLine(c))
+		}
+	case store.ToolResult:
+		text := v.Text
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		fmt.Fprint(w, text)
+	case store.Compaction:
+		fmt.Fprintf(w, "\n(earlier conversation summarised: %d messages)\n", v.Replaced)
+	}
+}
+
+func printSessions(w io.Writer, st *store.Store, cwd string) error {
+	infos, err := allSessions(st, cwd)
+	if err != nil {
+		return err
+	}
+	if len(infos) == 0 {
+		_, err := fmt.Fprintf(w, "no stored sessions in %s\n", st.Dir())
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tCWD")
+	for _, s := range infos {
+		title := s.Title
+		if title == "" {
+			title = "(untitled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Updated.Local().Format(time.DateTime), title, s.Cwd)
 	}
 	return tw.Flush()
 }

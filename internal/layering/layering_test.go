@@ -23,6 +23,7 @@ var forbidden = map[string][]string{
 	"tools/bashtool":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
 	"tools/mcptool":      {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission"},
 	"permission":         {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor"},
+	"permission/project": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools"},
 	"agent":              {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
 	"agent/openai":       {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
 	"agent/scripted":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+const configUsage = `Usage:
+  dsh-acp config [flags]
+
+Prints every setting's effective value and where it came from: a flag,
+the environment, the config file (with its line) or the default. Flags
+given here count as they would for dsh-acp exec. The API key's value is
+never printed, only where it was found.
+
+Every flag of dsh-acp and dsh-acp exec can be set in config.toml under
+its long name (model = "deepseek-flash", allow = ["git status"], …), except
+version, resume, continue and cwd. Precedence: flag > environment > config
+file > default; repeatable flags (allow, deny, …) add to the file's list.
+
+Flags:
+`
+
+func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
+	cfg := &config{getenv: getenv}
+	l, err := layer(execFlags, cfg, getenv)
+	var rest []string
+	if err == nil {
+		rest, err = parseFlags(l.fs, configUsage, args)
+	}
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("unexpected argument %q: config takes flags only", rest[0])
+	}
+	var help *helpError
+	switch {
+	case errors.As(err, &help):
+		fmt.Fprint(stdout, help.text)
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, "dsh-acp config:", err)
+		return 2
+	}
+	// The flags given here, seen on a flag set of their own: the layered
+	// one counts the file's settings as set too.
+	given := map[string]bool{}
+	cl := execFlags(&config{}, noEnvAt)
+	if _, err := parseFlags(cl, configUsage, args); err == nil {
+		cl.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	}
+	printConfig(stdout, l, given, getenv)
+	return 0
+}
+
+func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env) {
+	switch {
+	case l.file.path == "":
+		fmt.Fprintln(w, "config file: none (no HOME or XDG_CONFIG_HOME to find it by)")
+	case l.file.found:
+		fmt.Fprintf(w, "config file: %s\n", l.file.path)
+	default:
+		fmt.Fprintf(w, "config file: %s (not there; every setting below is a flag, the environment or a default)\n", l.file.path)
+	}
+	keyFrom := "not set"
+	for _, name := range executor.DefaultLimits().CredentialEnv {
+		if getenv(name) != "" {
+			keyFrom = "set, from the environment (" + name + ")"
+			break
+		}
+	}
+	fmt.Fprintf(w, "api key: %s\n\n", keyFrom)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
+	l.fs.VisitAll(func(f *flag.Flag) {
+		if notSettable[f.Name] {
+			return
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, shown(f), l.source(f.Name, given))
+	})
+	tw.Flush()
+}
+
+// shown is a value as a person reads it.
+func shown(f *flag.Flag) string {
+	v := f.Value.String()
+	if v == "" {
+		return `""`
+	}
+	if strings.ContainsAny(v, " \t") {
+		return fmt.Sprintf("%q", v)
+	}
+	return v
+}
+
+// source says where a flag's value came from. A repeatable flag set in
+// both the file and on the command line has both.
+func (l *layered) source(name string, given map[string]bool) string {
+	var from []string
+	if given[name] {
+		from = append(from, "flag")
+	}
+	if line, ok := l.fileLines[name]; ok {
+		from = append(from, fmt.Sprintf("config file, line %d", line))
+	}
+	if len(from) > 0 {
+		return strings.Join(from, " + ")
+	}
+	if l.fromEnv[name] {
+		return "environment"
+	}
+	return "default"
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/dsh-acp/dsh-acp/internal/userdir"
+)
+
+// configFileName is the settings file in the user's config directory.
+const configFileName = "config.toml"
+
+// notSettable are flags that are actions or one run's choice, not settings.
+var notSettable = map[string]bool{"version": true, "resume": true, "continue": true, "cwd": true}
+
+// setting is one top-level key of config.toml, as flag.Value.Set arguments.
+type setting struct {
+	key    string
+	values []string
+	// list: the value was a TOML array.
+	list bool
+	// boolean: the value was a TOML boolean.
+	boolean bool
+	line    int
+}
+
+// configFile is the parsed config.toml; the zero value is "no file".
+type configFile struct {
+	path     string
+	found    bool
+	settings []setting
+}
+
+// configPath is where config.toml is for this environment; "" when no
+// config directory can be named (no HOME: an editor's bare environment).
+func configPath(getenv env) string {
+	dir, err := userdir.ConfigDirFor(runtime.GOOS, getenv)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, configFileName)
+}
+
+// loadConfigFile reads and parses config.toml. A missing file is no
+// settings; an unreadable or malformed one is an error naming the file and
+// line, so the agent never starts on a config the user did not mean.
+func loadConfigFile(path string) (*configFile, error) {
+	cf := &configFile{path: path}
+	if path == "" {
+		return cf, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cf, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	cf.found = true
+	// The stable decoder checks the whole document (syntax, duplicate
+	// keys, number forms) and says where a mistake is.
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			return nil, fmt.Errorf("%s:%d: %v", path, row, de)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	lines, err := keyLines(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for key, v := range doc {
+		s := setting{key: key, line: lines[key]}
+		if err := s.fill(v); err != nil {
+			return nil, fmt.Errorf("%s:%d: %s: %w", path, s.line, key, err)
+		}
+		cf.settings = append(cf.settings, s)
+	}
+	// Map order is random: report mistakes and apply settings top down.
+	slices.SortFunc(cf.settings, func(a, b setting) int { return a.line - b.line })
+	return cf, nil
+}
+
+// keyLines maps each top-level key to its line. Tables have a line too, so
+// that "[x]" is reported where it is.
+func keyLines(data []byte) (map[string]int, error) {
+	lines := map[string]int{}
+	var p unstable.Parser
+	p.Reset(data)
+	for p.NextExpression() {
+		e := p.Expression()
+		it := e.Children()
+		if e.Kind == unstable.KeyValue {
+			it.Next() // the value
+		}
+		if e.Kind != unstable.KeyValue && e.Kind != unstable.Table && e.Kind != unstable.ArrayTable {
+			continue
+		}
+		if !it.Next() {
+			continue
+		}
+		k := it.Node()
+		if _, ok := lines[string(k.Data)]; !ok {
+			lines[string(k.Data)] = p.Shape(k.Raw).Start.Line
+		}
+	}
+	return lines, p.Error()
+}
+
+// fill turns a decoded TOML value into Set arguments.
+func (s *setting) fill(v any) error {
+	if arr, ok := v.([]any); ok {
+		s.list = true
+		for _, e := range arr {
+			str, err := scalar(e)
+			if err != nil {
+				return fmt.Errorf("array element: %w", err)
+			}
+			s.values = append(s.values, str)
+		}
+		return nil
+	}
+	if _, ok := v.(map[string]any); ok {
+		return errors.New("is a table; every setting is a top-level key (the long name of a flag)")
+	}
+	_, s.boolean = v.(bool)
+	str, err := scalar(v)
+	if err != nil {
+		return err
+	}
+	s.values = []string{str}
+	return nil
+}
+
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	}
+	return "", fmt.Errorf("a %T is not a value any flag takes (use a string, number, boolean or array of strings)", v)
+}
+
+// repeatable reports a flag that may be given more than once: its setting
+// is an array.
+func repeatable(f *flag.Flag) bool {
+	_, ok := f.Value.(*stringList)
+	return ok
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// apply sets fs's flags from the file, except those the environment set
+// (fromEnv): flag > environment > file > default. known reports a key
+// that is a flag of another command (exec's --yes in a server's file is
+// not a mistake). It returns, for each flag set, the line it came from.
+func (cf *configFile) apply(fs *flag.FlagSet, known func(string) bool, fromEnv map[string]bool) (map[string]int, error) {
+	applied := map[string]int{}
+	for _, s := range cf.settings {
+		where := fmt.Sprintf("%s:%d", cf.path, s.line)
+		f := fs.Lookup(s.key)
+		switch {
+		case notSettable[s.key]:
+			return nil, fmt.Errorf("%s: %q is not a setting (it is one run's choice): remove it", where, s.key)
+		case f == nil && known(s.key):
+			continue
+		case f == nil:
+			return nil, fmt.Errorf("%s: unknown key %q: a key is the long name of a flag of dsh-acp or dsh-acp exec (see dsh-acp help exec)", where, s.key)
+		case fromEnv[s.key]:
+			continue
+		}
+		if err := checkShape(f, s); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", where, s.key, err)
+		}
+		for _, v := range s.values {
+			if err := fs.Set(s.key, v); err != nil {
+				return nil, fmt.Errorf("%s: %s: bad value %q: %s", where, s.key, v, badValue(f, err))
+			}
+		}
+		applied[s.key] = s.line
+	}
+	return applied, nil
+}
+
+// checkShape: arrays for repeatable flags, booleans for switches, one
+// value for everything else.
+func checkShape(f *flag.Flag, s setting) error {
+	switch {
+	case s.list && !repeatable(f):
+		return errors.New("takes one value, not an array")
+	case isBoolFlag(f) && !s.boolean:
+		return fmt.Errorf("takes true or false, got %q", strings.Join(s.values, ","))
+	case !isBoolFlag(f) && s.boolean:
+		return fmt.Errorf("takes a value, not a boolean (%s)", f.Usage)
+	}
+	return nil
+}
+
+// badValue says what a flag takes: the flag package's own errors for
+// numbers and durations are a bare "parse error".
+func badValue(f *flag.Flag, err error) string {
+	switch t := fmt.Sprintf("%T", f.Value); {
+	case strings.Contains(t, "duration"):
+		return `want a duration such as "30s" or "2m"`
+	case strings.Contains(t, "int"):
+		return "want a whole number"
+	case strings.Contains(t, "float"):
+		return "want a number"
+	}
+	return err.Error()
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// configEnv is an environment whose config directory is a fresh one with
+// config.toml holding file; extra adds variables.
+func configEnv(t *testing.T, file string, extra map[string]string) (env, string) {
+	t.Helper()
+	home := t.TempDir()
+	dir := filepath.Join(home, "cfg", "dsh-acp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "cfg"), "DSH_STATE_DIR": filepath.Join(home, "state")}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return func(k string) string { return vars[k] }, path
+}
+
+// TestConfigFilePrecedence: flag > environment > file > default, for
+// scalars; repeatable flags add the command line's to the file's.
+func TestConfigFilePrecedence(t *testing.T) {
+	t.Parallel()
+	const file = `# settings that stay
+model = "from-file"
+base-url = "http://127.0.0.1:1/v1"
+allow = ["git status", "go test"]
+timeout = "30s"
+compact-at = 0.5
+max-requests = 7
+allow-mcp-readonly = true
+yes = true          # exec's: not a mistake in a server's file
+`
+	cases := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		model   string
+		baseURL string
+		allow   []string
+	}{
+		{name: "file over default", model: "from-file", baseURL: "http://127.0.0.1:1/v1", allow: []string{"git status", "go test"}},
+		{name: "environment over file", env: map[string]string{"DSH_MODEL": "from-env"}, model: "from-env", baseURL: "http://127.0.0.1:1/v1", allow: []string{"git status", "go test"}},
+		{name: "flag over environment", env: map[string]string{"DSH_MODEL": "from-env"}, args: []string{"--model", "from-flag", "--allow", "ls"}, model: "from-flag", baseURL: "http://127.0.0.1:1/v1", allow: []string{"git status", "go test", "ls"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			getenv, _ := configEnv(t, file, tc.env)
+			cfg, err := parseServe(tc.args, getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.model != tc.model || cfg.baseURL != tc.baseURL || !slices.Equal(cfg.allow, tc.allow) {
+				t.Errorf("model=%q base-url=%q allow=%q; want %q %q %q", cfg.model, cfg.baseURL, cfg.allow, tc.model, tc.baseURL, tc.allow)
+			}
+			if cfg.timeout.String() != "30s" || cfg.compactAt != 0.5 || cfg.maxRequests != 7 || !cfg.allowMCPReadOnly {
+				t.Errorf("timeout=%v compact-at=%v max-requests=%d allow-mcp-readonly=%v", cfg.timeout, cfg.compactAt, cfg.maxRequests, cfg.allowMCPReadOnly)
+			}
+		})
+	}
+	getenv, _ := configEnv(t, file, nil)
+	cfg, err := parseExec([]string{"hello"}, getenv)
+	if err != nil || !cfg.yes {
+		t.Errorf("exec: yes = true in the file: cfg.yes=%v err=%v", cfg != nil && cfg.yes, err)
+	}
+}
+
+// TestConfigFileErrors: a broken file stops the agent with an error that
+// names the file and the line, serve and exec alike.
+func TestConfigFileErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		file string
+		// want are substrings of the error; the file's path is always one.
+		want []string
+	}{
+		{"unknown key", "model = \"m\"\n\nfrobnicate = 1\n", []string{":3:", `unknown key "frobnicate"`}},
+		{"syntax", "model = \"m\"\ntimeout = \n", []string{":2:"}},
+		{"duplicate key", "model = \"a\"\nmodel = \"b\"\n", []string{":2:"}},
+		{"bad duration", "timeout = 5\n", []string{":1:", "timeout", "duration"}},
+		{"bad number", "max-requests = \"many\"\n", []string{":1:", "max-requests", "whole number"}},
+		{"array for one value", "model = [\"a\", \"b\"]\n", []string{":1:", "not an array"}},
+		{"string for a switch", "no-persist = \"yes\"\n", []string{":1:", "true or false"}},
+		{"table", "model = \"m\"\n[mcp]\nx = 1\n", []string{":2:", "table"}},
+		{"not a setting", "version = true\n", []string{":1:", "not a setting"}},
+		{"invalid value", "# a comment\ncompact-at = 2.0\n", []string{"--compact-at", ":2"}},
+		{"bad mode", "default-mode = \"yolo\"\n", []string{"--default-mode", ":1"}},
+		{"the line of the flag named", "model = \"m\"\nmodel-timeout = \"0s\"\n", []string{"--model-timeout must be positive", "config.toml:2)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			getenv, path := configEnv(t, tc.file, nil)
+			for _, args := range [][]string{nil, {"exec", "--script", "x", "hi"}} {
+				var out, errb bytes.Buffer
+				code := run(context.Background(), args, nil, &out, &errb, getenv)
+				if code != 2 {
+					t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, errb.String())
+				}
+				for _, w := range append(tc.want, path) {
+					if !strings.Contains(errb.String(), w) {
+						t.Errorf("%q: stderr %q lacks %q", args, errb.String(), w)
+					}
+				}
+				if out.Len() != 0 {
+					t.Errorf("%q: stdout written: %q", args, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestConfigCommand: dsh-acp config says where each setting came from and
+// never prints the key.
+func TestConfigCommand(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-do-not-print-me"
+	getenv, path := configEnv(t, "model = \"from-file\"\ndeny = [\"rm\"]\n", map[string]string{"DSH_BASE_URL": "http://127.0.0.1:9/v1", "DSH_API_KEY": secret})
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"config", "--timeout", "1m", "--deny", "dd"}, nil, &out, &errb, getenv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	got := out.String()
+	if strings.Contains(got, secret) {
+		t.Fatalf("config printed the API key:\n%s", got)
+	}
+	want := []string{
+		"config file: " + path,
+		"api key: set, from the environment (DSH_API_KEY)",
+	}
+	rows := map[string][]string{
+		"model":        {"from-file", "config file, line 1"},
+		"base-url":     {"http://127.0.0.1:9/v1", "environment"},
+		"timeout":      {"1m0s", "flag"},
+		"deny":         {"rm,dd", "flag + config file, line 2"},
+		"default-mode": {"ask", "default"},
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("config output lacks %q:\n%s", w, got)
+		}
+	}
+	for _, line := range strings.Split(got, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		if r, ok := rows[f[0]]; ok {
+			if f[1] != r[0] || strings.Join(f[2:], " ") != r[1] {
+				t.Errorf("row %q, want value %q from %q", line, r[0], r[1])
+			}
+			delete(rows, f[0])
+		}
+	}
+	if len(rows) > 0 {
+		t.Errorf("rows missing: %v\n%s", rows, got)
+	}
+}
+
+// TestEveryFlagIsAKey: every flag of serve and exec, including ones added
+// later, can be set in the file (bar the few that are one run's choice).
+func TestEveryFlagIsAKey(t *testing.T) {
+	t.Parallel()
+	fs := execFlags(&config{}, noEnvAt)
+	var file strings.Builder
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		if notSettable[f.Name] {
+			return
+		}
+		n++
+		switch {
+		case repeatable(f):
+			file.WriteString(f.Name + " = []\n")
+		case isBoolFlag(f):
+			file.WriteString(f.Name + " = " + f.DefValue + "\n")
+		default:
+			file.WriteString(f.Name + " = " + tomlString(f.DefValue) + "\n")
+		}
+	})
+	getenv, _ := configEnv(t, file.String(), nil)
+	if _, err := parseExec([]string{"hi"}, getenv); err != nil {
+		t.Fatalf("a file of every flag at its default: %v\n%s", err, file.String())
+	}
+	if n < 20 {
+		t.Errorf("only %d flags seen", n)
+	}
+}
+
+func tomlString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// BenchmarkParseServeWithConfig is what the settings cost at start: the
+// flag sets, a config.toml of a dozen keys, and the command line.
+func BenchmarkParseServeWithConfig(b *testing.B) {
+	home := b.TempDir()
+	dir := filepath.Join(home, "dsh-acp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	file := `model = "deepseek-chat"
+base-url = "https://api.deepseek.com"
+default-mode = "sandbox"
+allow = ["git status", "go test", "go build", "ls", "cat"]
+deny = ["git push", "rm -rf"]
+timeout = "5m"
+max-timeout = "20m"
+compact-at = 0.7
+max-requests = 50
+allow-mcp-readonly = true
+log-level = "info"
+sandbox-network = false
+`
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(file), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	getenv := func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return home
+		}
+		return ""
+	}
+	for b.Loop() {
+		if _, err := parseServe([]string{"--model", "x"}, getenv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/dsh-acp/dsh-acp/permission/project"
+)
+
+const rulesUsage = `Usage:
+  dsh-acp rules            list the commands always allowed, per project
+  dsh-acp rules rm N       remove rule N of the list
+
+A rule is added when you answer "Always allow ... in this project" (in an
+editor, or [p] in dsh-acp exec). It applies to every later session whose
+working directory is in that project (its git root, else the directory),
+after --deny, in Ask mode. Rules live in the state directory, never in
+the repository.
+
+Flags:
+`
+
+func runRules(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
+	cfg := &config{getenv: getenv}
+	fs := flag.NewFlagSet("dsh-acp rules", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&cfg.stateDir, "state-dir", getenv.first("DSH_STATE_DIR"), "the state `DIR` (env DSH_STATE_DIR)")
+	rest, err := parseFlags(fs, rulesUsage, args)
+	n := 0
+	if err == nil {
+		n, err = rulesArgs(rest)
+	}
+	var help *helpError
+	switch {
+	case errors.As(err, &help):
+		fmt.Fprint(stdout, help.text)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "dsh-acp rules: %v\nRun 'dsh-acp rules --help' for usage.\n", err)
+		return 2
+	}
+	dir, err := cfg.storeDir()
+	if err == nil {
+		r := project.Open(dir)
+		if n == 0 {
+			err = printRules(stdout, r)
+		} else {
+			err = removeRule(stdout, r, n)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh-acp rules:", err)
+		return 1
+	}
+	return 0
+}
+
+// rulesArgs returns N of "rm N", 0 for the list.
+func rulesArgs(rest []string) (int, error) {
+	switch {
+	case len(rest) == 0:
+		return 0, nil
+	case rest[0] != "rm":
+		return 0, fmt.Errorf("unexpected argument %q (rules, rules rm N)", rest[0])
+	case len(rest) != 2:
+		return 0, errors.New("rules rm takes one rule number (see dsh-acp rules)")
+	}
+	n, err := strconv.Atoi(rest[1])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("rules rm: %q is not a rule number (see dsh-acp rules)", rest[1])
+	}
+	return n, nil
+}
+
+func printRules(w io.Writer, r *project.Rules) error {
+	rules, err := r.List()
+	if err != nil {
+		return err
+	}
+	if len(rules) == 0 {
+		_, err := fmt.Fprintf(w, "no project rules (in %s)\n", r.Path())
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "N\tCOMMAND\tPROJECT")
+	for i, rule := range rules {
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", i+1, rule.Key, rule.Project)
+	}
+	return tw.Flush()
+}
+
+func removeRule(w io.Writer, r *project.Rules, n int) error {
+	rules, err := r.List()
+	if err != nil {
+		return err
+	}
+	if n > len(rules) {
+		return fmt.Errorf("no rule %d: there are %d (see dsh-acp rules)", n, len(rules))
+	}
+	rule := rules[n-1]
+	if err := r.Remove(rule); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "removed %q in %s\n", rule.Key, rule.Project)
+	return err
+}
