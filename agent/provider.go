@@ -25,6 +25,10 @@ type Message struct {
 	// reasoning_content) on an assistant message. Providers decide whether to
 	// send it back, following their API's rules.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ReasoningField is the field the endpoint sent the reasoning in
+	// ("reasoning_content" or "reasoning"; empty when it sent none): an
+	// endpoint that is not DeepSeek's gets back only a field it sent.
+	ReasoningField string `json:"reasoning_field,omitempty"`
 	// ToolCalls are the calls an assistant message made.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID links a tool-role message to the call it answers.
@@ -54,7 +58,21 @@ type Request struct {
 	Model    string     `json:"model,omitempty"`
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
+	// Thinking is the thought level asked for (ThinkingOff, ThinkingHigh,
+	// ThinkingMax); empty sends no thinking field at all, which is what an
+	// endpoint that did not ask for one gets.
+	Thinking string `json:"thinking,omitempty"`
 }
+
+// Thought levels (the thought_level config option's values).
+const (
+	ThinkingOff  = "off"
+	ThinkingHigh = "high"
+	ThinkingMax  = "max"
+)
+
+// ThinkingLevels are the thought levels in the order a picker shows them.
+var ThinkingLevels = []string{ThinkingOff, ThinkingHigh, ThinkingMax}
 
 // FinishReason says why the model stopped.
 type FinishReason string
@@ -95,6 +113,13 @@ type Usage struct {
 	// TotalTokens is what the endpoint reports as the total (normally
 	// prompt + completion).
 	TotalTokens int
+	// CachedTokens is the part of PromptTokens the endpoint served from its
+	// prompt cache (DeepSeek's prompt_cache_hit_tokens, OpenAI's
+	// prompt_tokens_details.cached_tokens).
+	CachedTokens int
+	// Cost is what the endpoint says the request cost, in USD (OpenRouter's
+	// usage.cost); nil when it did not say.
+	Cost *float64
 	// Reported says the endpoint sent these counts.
 	Reported bool
 }

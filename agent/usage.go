@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"strings"
 )
 
 // DefaultContextWindow is the context window assumed for a model the table
@@ -16,17 +15,12 @@ const DefaultCompactAt = 0.8
 // bytesPerToken is the estimate used when an endpoint reports no usage.
 const bytesPerToken = 4
 
-// knownWindows are the context windows of models we know, in tokens.
-var knownWindows = map[string]int{
-	"deepseek-chat":     128_000,
-	"deepseek-reasoner": 128_000,
-}
-
 // ContextWindow is the context window of model in tokens: the table of known
-// models, else DefaultContextWindow.
+// models (by the model's own id, also behind a gateway's vendor/ prefix),
+// else DefaultContextWindow.
 func ContextWindow(model string) int {
-	if n, ok := knownWindows[strings.ToLower(strings.TrimSpace(model))]; ok {
-		return n
+	if m, ok := knownModels[ModelID(model)]; ok {
+		return m.window
 	}
 	return DefaultContextWindow
 }

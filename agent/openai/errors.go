@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,6 +184,7 @@ func (p *Provider) describe(err error, retries int) error {
 		eventErr  *eventError
 		stallErr  *stallError
 		decodeErr *decodeError
+		largeErr  *tooLargeError
 		msg       string
 		kinds     = []error{agent.ErrProvider}
 	)
@@ -211,6 +213,9 @@ func (p *Provider) describe(err error, retries int) error {
 	case errors.As(err, &urlErr):
 		msg = fmt.Sprintf("cannot reach the model endpoint %s%s: %v; check --base-url (DSH_BASE_URL) and the network",
 			p.endpoint, after, urlErr.Err)
+	case errors.As(err, &largeErr):
+		msg = fmt.Sprintf("the model endpoint %s sent an answer larger than %d MiB (text, reasoning and tool arguments together); it was stopped there and dropped: try again, or ask for less at once",
+			p.endpoint, largeErr.limit>>20)
 	case errors.As(err, &decodeErr):
 		msg = fmt.Sprintf("the model endpoint %s sent a response we could not read: %v", p.endpoint, decodeErr.cause)
 	default:
@@ -288,4 +293,45 @@ func (e *providerError) Unwrap() []error { return append(e.kinds[:len(e.kinds):l
 // err and agent.ErrProvider.
 func (p *Provider) redactErr(err error) error {
 	return &providerError{msg: p.redact(err.Error()), kinds: []error{agent.ErrProvider}, cause: err}
+}
+
+// ErrModelNotServed marks a request the endpoint refused because it does
+// not serve the model (errors wrapping it also wrap agent.ErrProvider).
+var ErrModelNotServed = errors.New("the endpoint does not serve the model")
+
+// modelNotServed reports whether the endpoint refused the request because
+// of the model: DeepSeek answers 400 "Model Not Exist"; OpenAI-style
+// endpoints 404 with code "model_not_found"; Ollama 404 `model "x" not
+// found, try pulling it first`.
+func (e *statusError) modelNotServed() bool {
+	m := strings.ToLower(e.message)
+	switch {
+	case e.code == "model_not_found":
+		return true
+	case e.status == http.StatusBadRequest:
+		return strings.Contains(m, "model not exist")
+	case e.status == http.StatusNotFound:
+		return strings.Contains(m, "model") && (strings.Contains(m, "not found") || strings.Contains(m, "not exist"))
+	}
+	return false
+}
+
+// modelMissing is the error for a request refused because of its model,
+// naming the model, the endpoint and what the endpoint serves (GET
+// /models); nil when err is something else.
+func (p *Provider) modelMissing(ctx context.Context, model string, err error) error {
+	var se *statusError
+	if !errors.As(err, &se) || !se.modelNotServed() {
+		return nil
+	}
+	msg := fmt.Sprintf("model %q is not served by %s", model, p.endpoint)
+	if ids, lerr := p.Models(ctx); lerr == nil && len(ids) > 0 {
+		msg += fmt.Sprintf(" (it serves: %s)", strings.Join(ids, ", "))
+	}
+	if since, ok := agent.Retired(model); ok {
+		msg += fmt.Sprintf("; DeepSeek retired %q on %s: use %s (--model %s)", agent.ModelID(model), since, agent.ModelDeepSeekFlash, agent.ModelDeepSeekFlash)
+	} else {
+		msg += "; choose another model (--model, or the editor's model menu)"
+	}
+	return &providerError{msg: p.redact(msg), kinds: []error{agent.ErrProvider, ErrModelNotServed}, cause: err}
 }

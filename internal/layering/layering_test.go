@@ -32,11 +32,12 @@ var forbidden = map[string][]string{
 	"internal/logbridge": {module + "acp", module + "agent"},
 	// The shared test helpers stand below everything they help test.
 	"internal/testutil": {module},
+	"internal/mockllm":  {module},
 }
 
 // testOnly are packages only tests may import: no package's build (its
 // non-test files) depends on them.
-var testOnly = []string{module + "internal/testutil"}
+var testOnly = []string{module + "internal/testutil", module + "internal/mockllm"}
 
 type pkg struct {
 	ImportPath string
