@@ -57,7 +57,12 @@ type Options struct {
 	// Models lists the endpoint's other models for the model option, once
 	// per process; nil means the configured one only.
 	Models ModelLister
-	Logger *zap.Logger
+	// Thinking is --thinking: the thought level new sessions start with,
+	// and, for a model that is not DeepSeek's, the user's word that it
+	// takes reasoning_effort; empty means DeepSeek's default (high), and no
+	// thinking option for other models.
+	Thinking string
+	Logger   *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.

@@ -62,6 +62,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		History:  s.History(),
 		Prompt:   promptText(p.Prompt),
 		Model:    s.Model(),
+		Thinking: a.sessionThinking(s),
 		Usage:    s.Usage(),
 		Notices:  s.DrainNotices,
 		Approver: a.approver(s, conn, log),
@@ -86,7 +87,28 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	} else {
 		log.Info("prompt finished", zap.String("stop_reason", string(out.Stop)))
 	}
-	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(out.Stop)}, nil
+	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(out.Stop), Usage: turnUsage(out.Spent), Meta: turnCost(out.Cost)}, nil
+}
+
+// turnUsage is what the turn's model requests counted; nil when the
+// endpoint counted none.
+func turnUsage(u agent.Usage) *acpsdk.Usage {
+	if !u.Reported {
+		return nil
+	}
+	return &acpsdk.Usage{
+		InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+		TotalTokens: u.PromptTokens + u.CompletionTokens, CachedReadTokens: acpsdk.Ptr(u.CachedTokens),
+	}
+}
+
+// turnCost is what the turn cost, in _meta.cost (usage_update.cost is the
+// session's total); nil when unknown.
+func turnCost(c agent.Cost) map[string]any {
+	if c.Currency == "" {
+		return nil
+	}
+	return map[string]any{"cost": map[string]any{"amount": c.Amount, "currency": c.Currency}}
 }
 
 // promptText flattens the prompt's blocks into the user message: text as

@@ -5,11 +5,13 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -29,6 +31,14 @@ const (
 
 // DefaultMaxRequests bounds the model requests of one prompt.
 const DefaultMaxRequests = 100
+
+// MaxCallsPerAnswer bounds the tool calls of one model answer that run: a
+// runaway answer of thousands of calls would otherwise run them all, and
+// in Ask mode ask the user thousands of questions.
+const MaxCallsPerAnswer = 64
+
+// tooManyCallsText is the result of each call past MaxCallsPerAnswer.
+var tooManyCallsText = fmt.Sprintf("Error: not run: one answer may make at most %d tool calls; make this call again in a later answer", MaxCallsPerAnswer)
 
 // EventKind tells which fields of an Event are set.
 type EventKind int
@@ -125,6 +135,19 @@ type Loop struct {
 	// CompactAt is the share of the window (0 < CompactAt <= 1) past which
 	// the next request is compacted first; zero means DefaultCompactAt.
 	CompactAt float64
+	// Model is the provider's configured model, which a turn without a
+	// Model of its own asks: its prices are looked up by this name.
+	Model string
+	// Price prices every model's tokens (--price) when the endpoint sends
+	// no cost; nil means the built-in prices of known models (KnownPrice),
+	// else no cost.
+	Price *Price
+	// NoBuiltinPrices: known models' prices are not used (a scripted run,
+	// which no endpoint bills).
+	NoBuiltinPrices bool
+	// Now is the clock prices with peak hours are read at; nil means
+	// time.Now.
+	Now func() time.Time
 	// Tasks answers /tasks and /kill; nil means the agent has none.
 	Tasks  Tasks
 	Logger *zap.Logger
@@ -162,6 +185,9 @@ type Turn struct {
 	// Model is the model to ask (a session's config option); empty means
 	// the provider's configured model.
 	Model string
+	// Thinking is the thought level sent with every request (a session's
+	// config option); empty sends none.
+	Thinking string
 	// Record, if set, is given each message as it is added to the turn's
 	// outcome (the prompt first), on the turn's goroutine: the session's
 	// store writes them as they happen.
@@ -185,6 +211,11 @@ type Outcome struct {
 	// Usage is the context usage after the turn's last model response or
 	// compaction; zero Size when there was none.
 	Usage ContextUsage
+	// Spent is the tokens of the turn's model requests together, as the
+	// endpoint counted them (requests it sent no usage for are left out),
+	// and Cost what they cost (empty Currency: unknown).
+	Spent Usage
+	Cost  Cost
 }
 
 // Run runs one turn. A provider failure is returned as an error (wrapping
@@ -252,6 +283,8 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	// used is the size of the last request with its answer, which covered
 	// conv[:covered]; 0 when unknown.
 	used, covered := t.Usage.Used, len(t.History)
+	// cost is the session's cumulative cost, carried from turn to turn.
+	cost := t.Usage.Cost
 	// uselessCompaction: one this turn left the conversation above the
 	// threshold; another would not help either.
 	uselessCompaction := false
@@ -283,7 +316,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		// The session's own tools may change between requests.
 		specs := l.specs(t.Extra)
 		build := func() Request {
-			req := Request{Model: t.Model, Tools: specs}
+			req := Request{Model: t.Model, Tools: specs, Thinking: t.Thinking}
 			req.Messages = make([]Message, 0, 1+len(conv))
 			req.Messages = append(req.Messages, system)
 			req.Messages = append(req.Messages, conv...)
@@ -329,6 +362,11 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		msg.Role = RoleAssistant
 		add(msg)
 		out.Usage = l.usage(req, resp, log)
+		spent := l.addCost(Cost{}, cmp.Or(req.Model, l.Model), resp.Usage)
+		cost = addCosts(cost, spent)
+		out.Cost = addCosts(out.Cost, spent)
+		out.Usage.Cost = cost
+		out.Spent = addUsage(out.Spent, resp.Usage)
 		used, covered = out.Usage.Used, len(conv)
 		emit(Event{Kind: EventUsage, Usage: out.Usage})
 		if len(msg.ToolCalls) == 0 {
@@ -424,6 +462,55 @@ func (l *Loop) usage(req Request, resp Response, log *zap.Logger) ContextUsage {
 	return cu
 }
 
+// addCost adds what one request cost to the session's total: the
+// endpoint's own figure, else the configured or built-in price of model.
+// A total in no currency yet takes the first known cost's.
+func (l *Loop) addCost(total Cost, model string, u Usage) Cost {
+	price := l.Price
+	if price == nil && u.Cost == nil && !l.NoBuiltinPrices {
+		if p, ok := KnownPrice(model); ok {
+			price = &p
+		}
+	}
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	c, ok := costOf(u, price, now())
+	if !ok {
+		return total
+	}
+	return addCosts(total, c)
+}
+
+// addCosts is a + b; a cost in another currency than the total's is left
+// out (all our costs are USD today).
+func addCosts(a, b Cost) Cost {
+	switch {
+	case b.Currency == "":
+		return a
+	case a.Currency == "":
+		return b
+	case a.Currency != b.Currency:
+		return a
+	}
+	return Cost{Amount: a.Amount + b.Amount, Currency: a.Currency}
+}
+
+// addUsage is a + b, counting only what endpoints reported.
+func addUsage(a, b Usage) Usage {
+	if !b.Reported {
+		return a
+	}
+	return Usage{
+		PromptTokens:     a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens,
+		TotalTokens:      a.TotalTokens + b.TotalTokens,
+		CachedTokens:     a.CachedTokens + b.CachedTokens,
+		Reported:         true,
+	}
+}
+
 // estimatedUsage is the estimated size of the next request over conv.
 func (l *Loop) estimatedUsage(caller tools.Caller, extra ToolSource, conv []Message) ContextUsage {
 	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: SystemPrompt(caller.Cwd, l.OS)}}, conv...)}
@@ -466,6 +553,10 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 	cancelled := false
 	for i, info := range infos {
 		p := prepared[i]
+		if i >= MaxCallsPerAnswer {
+			answer(info, p.Skipped(tooManyCallsText))
+			continue
+		}
 		if cancelled || ctx.Err() != nil {
 			cancelled = true
 			answer(info, p.Skipped(abortedText))

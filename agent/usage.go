@@ -35,6 +35,9 @@ type ContextUsage struct {
 	// Estimated: the endpoint reported no usage, so Used is an estimate of
 	// bytesPerToken bytes a token.
 	Estimated bool
+	// Cost is the session's cumulative cost so far; an empty Currency
+	// means none is known.
+	Cost Cost
 }
 
 // estimateText is the tokens of s by the bytes-per-token estimate, rounded

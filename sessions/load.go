@@ -101,8 +101,10 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 		s.mode = ModeAsk
 	}
 	s.model = state.Config[ConfigModel]
+	s.thinking = state.Config[ConfigThinking]
 	if u := state.Usage; u != nil {
-		s.usage = agent.ContextUsage{Used: int(u.Used), Size: int(u.Size), Estimated: u.Estimated}
+		s.usage = agent.ContextUsage{Used: int(u.Used), Size: int(u.Size), Estimated: u.Estimated,
+			Cost: agent.Cost{Amount: u.Cost, Currency: u.Currency}}
 	}
 	for _, k := range state.AlwaysAllow {
 		s.allowed[k] = true
@@ -209,7 +211,7 @@ func history(entries []store.Entry, state store.State) ([]agent.Message, []int64
 		case store.Assistant:
 			closeCalls()
 			endNotices()
-			m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning}
+			m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning, ReasoningField: v.ReasoningField}
 			for _, c := range v.ToolCalls {
 				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 				open = append(open, c.ID)

@@ -24,6 +24,9 @@ type notice struct {
 // ConfigModel is the config option id of the session's model.
 const ConfigModel = "model"
 
+// ConfigThinking is the config option id of the session's thought level.
+const ConfigThinking = "thought_level"
+
 // TitleMax bounds a session's title, in characters.
 const TitleMax = 80
 
@@ -119,7 +122,7 @@ type ToolView struct {
 func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 	switch m.Role {
 	case agent.RoleAssistant:
-		a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent}
+		a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent, ReasoningField: m.ReasoningField}
 		for _, c := range m.ToolCalls {
 			a.ToolCalls = append(a.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -190,6 +193,27 @@ func (s *Session) SetModel(model string) {
 	s.mu.Unlock()
 	if changed {
 		s.persist(store.Config{OptionID: ConfigModel, Value: model})
+		s.Sync()
+	}
+}
+
+// Thinking returns the session's thought level option; empty means the
+// configured default.
+func (s *Session) Thinking() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.thinking
+}
+
+// SetThinking sets the thought level used from the next model request,
+// persisted at once. The caller checks the value.
+func (s *Session) SetThinking(level string) {
+	s.mu.Lock()
+	changed := s.thinking != level
+	s.thinking = level
+	s.mu.Unlock()
+	if changed {
+		s.persist(store.Config{OptionID: ConfigThinking, Value: level})
 		s.Sync()
 	}
 }

@@ -153,6 +153,7 @@ func TestThinkingFields(t *testing.T) {
 		{"deepseek-flash", "", nil, []string{"thinking", "reasoning_effort"}},
 		{"qwen3:8b", "high", map[string]any{"reasoning_effort": "high"}, []string{"thinking"}},
 		{"qwen3:8b", "off", map[string]any{"reasoning_effort": "none"}, []string{"thinking"}},
+		{"qwen3:8b", "max", map[string]any{"reasoning_effort": "xhigh"}, []string{"thinking"}},
 	}
 	for _, tt := range tests {
 		flavor := mockllm.DeepSeek

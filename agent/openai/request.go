@@ -139,15 +139,19 @@ func encodeRequest(params goopenai.ChatCompletionRequest, extras []reasoningFiel
 // (https://api-docs.deepseek.com/guides/thinking_mode, read 2026-12-01):
 // "thinking": {"type": "enabled"|"disabled"} and reasoning_effort high or
 // max. Any other model, whose user said it takes one (--thinking), gets
-// OpenAI's reasoning_effort alone, "none" for off.
+// OpenAI's reasoning_effort alone: "none" for off, "xhigh" (OpenAI's
+// highest) for max.
 func thinkingFields(model, level string) map[string]json.RawMessage {
 	if level == "" {
 		return nil
 	}
 	q := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
 	if !agent.IsDeepSeek(model) {
-		if level == agent.ThinkingOff {
+		switch level {
+		case agent.ThinkingOff:
 			level = "none"
+		case agent.ThinkingMax:
+			level = "xhigh"
 		}
 		return map[string]json.RawMessage{"reasoning_effort": q(level)}
 	}

@@ -231,8 +231,12 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			OS:            runtime.GOOS,
 			ContextWindow: cfg.window(),
 			CompactAt:     cfg.compactAt,
-			Tasks:         a.toolset,
-			Logger:        log.Named("agent"),
+			Model:         modelName(cfg),
+			Price:         cfg.prices,
+			// A scripted run asks no endpoint and costs nothing.
+			NoBuiltinPrices: cfg.script != "",
+			Tasks:           a.toolset,
+			Logger:          log.Named("agent"),
 		},
 		Rules: permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
 		MCP: acp.MCPOptions{
@@ -251,10 +255,11 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			SpillParent:   ex.OwnerSpillDir,
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
-		Version: version,
-		Model:   modelName(cfg),
-		Models:  newModelLister(cfg),
-		Logger:  log.Named("acp"),
+		Version:  version,
+		Model:    modelName(cfg),
+		Models:   newModelLister(cfg),
+		Thinking: cfg.thinking,
+		Logger:   log.Named("acp"),
 	})
 	if err != nil {
 		return nil, errors.Join(err, a.toolset.Close(), ex.Close(), closeAll(closers))

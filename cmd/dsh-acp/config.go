@@ -38,7 +38,13 @@ type config struct {
 	// known models (agent.ContextWindow).
 	contextWindow int
 	// compactAt is --compact-at, a share of the window.
-	compactAt    float64
+	compactAt float64
+	// thinking is --thinking: off, high or max; empty means DeepSeek's
+	// default and no thinking option for other models.
+	thinking string
+	// price is --price as given; parsed into prices.
+	price        string
+	prices       *agent.Price
 	modelTimeout time.Duration
 	timeout      time.Duration
 	maxTimeout   time.Duration
@@ -107,6 +113,8 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.DurationVar(&cfg.modelTimeout, "model-timeout", openai.DefaultIdleTimeout, "fail a model request, naming the endpoint, after this long without a byte from it")
 	fs.IntVar(&cfg.maxRequests, "max-requests", agent.DefaultMaxRequests, "model requests allowed per prompt before it stops with max_turn_requests")
 	fs.IntVar(&cfg.contextWindow, "context-window", 0, "the model's context window in `TOKENS` (default: known models' own, else 128000)")
+	fs.StringVar(&cfg.thinking, "thinking", getenv.first("DSH_THINKING"), "`off|high|max`: how much new sessions' model thinks (env DSH_THINKING; default high for DeepSeek models; for another model, says it takes reasoning_effort and offers the option)")
+	fs.StringVar(&cfg.price, "price", "", "price the model's tokens when the endpoint sends no cost: `in=USD,cached=USD,out=USD` per million tokens (default: DeepSeek's own prices for its models)")
 	fs.Float64Var(&cfg.compactAt, "compact-at", agent.DefaultCompactAt, "compact the conversation before a request that would fill this `SHARE` of the context window (0 < SHARE <= 1)")
 	def := executor.DefaultLimits()
 	fs.DurationVar(&cfg.timeout, "timeout", def.DefaultTimeout, "default timeout of a foreground command")
@@ -265,6 +273,18 @@ func (c *config) validate() error {
 	}
 	if c.compactAt <= 0 || c.compactAt > 1 {
 		return fmt.Errorf("--compact-at must be above 0 and at most 1, got %v", c.compactAt)
+	}
+	switch c.thinking {
+	case "", agent.ThinkingOff, agent.ThinkingHigh, agent.ThinkingMax:
+	default:
+		return fmt.Errorf("--thinking must be off, high or max, got %q", c.thinking)
+	}
+	if c.price != "" {
+		p, err := agent.ParsePrice(c.price)
+		if err != nil {
+			return fmt.Errorf("--price: %w", err)
+		}
+		c.prices = &p
 	}
 	if c.modelTimeout <= 0 {
 		return fmt.Errorf("--model-timeout must be positive, got %v", c.modelTimeout)

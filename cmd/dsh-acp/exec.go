@@ -55,14 +55,38 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	stop, err := execPrompt(ctx, conn, cfg)
+	resp, err := execPrompt(ctx, conn, cfg)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh-acp exec:", err)
 		return 1
 	}
-	return exitCode(stop, p, stderr)
+	code := exitCode(resp.StopReason, p, stderr)
+	if line := spentLine(resp); line != "" {
+		fmt.Fprintln(stderr, "dsh-acp exec:", line)
+	}
+	return code
+}
+
+// spentLine is the turn's tokens and, when known, its cost, for the last
+// line on stderr; empty when the endpoint counted nothing.
+func spentLine(resp acpsdk.PromptResponse) string {
+	u := resp.Usage
+	if u == nil {
+		return ""
+	}
+	line := fmt.Sprintf("tokens: %d in", u.InputTokens)
+	if u.CachedReadTokens != nil && *u.CachedReadTokens > 0 {
+		line += fmt.Sprintf(" (%d cached)", *u.CachedReadTokens)
+	}
+	line += fmt.Sprintf(", %d out", u.OutputTokens)
+	if c, ok := resp.Meta["cost"].(map[string]any); ok {
+		if amount, ok := c["amount"].(float64); ok {
+			line += fmt.Sprintf("; cost: %.4f %v", amount, c["currency"])
+		}
+	}
+	return line
 }
 
 // exitCode maps how the turn ended to the exit codes execUsage lists, so a
@@ -87,7 +111,7 @@ func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
 	return 0
 }
 
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config) (acpsdk.StopReason, error) {
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config) (acpsdk.PromptResponse, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -95,11 +119,11 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		// prints naturally to a terminal.
 		ClientCapabilities: acpsdk.ClientCapabilities{Meta: map[string]any{"terminal_output": true}},
 	}); err != nil {
-		return "", fmt.Errorf("initialize: %w", err)
+		return acpsdk.PromptResponse{}, fmt.Errorf("initialize: %w", err)
 	}
 	sess, err := startSession(bg, conn, cfg)
 	if err != nil {
-		return "", err
+		return acpsdk.PromptResponse{}, err
 	}
 	// Ctrl-C cancels the turn the way an editor does; the prompt then
 	// answers "cancelled" and every process it started is stopped.
@@ -114,11 +138,11 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	if err != nil {
 		var re *acpsdk.RequestError
 		if errors.As(err, &re) {
-			return "", errors.New(re.Message)
+			return acpsdk.PromptResponse{}, errors.New(re.Message)
 		}
-		return "", err
+		return acpsdk.PromptResponse{}, err
 	}
-	return resp.StopReason, nil
+	return resp, nil
 }
 
 // startSession starts a new session, or resumes the stored one --resume
