@@ -62,7 +62,10 @@ type Options struct {
 	// takes reasoning_effort; empty means DeepSeek's default (high), and no
 	// thinking option for other models.
 	Thinking string
-	Logger   *zap.Logger
+	// Authenticate takes up a key the editor's sign-in stored; an error
+	// says none is there yet. Nil: authenticate always succeeds.
+	Authenticate func(ctx context.Context) error
+	Logger       *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.

@@ -143,6 +143,12 @@ func (f ProviderFunc) Stream(ctx context.Context, req Request, emit func(Delta))
 // (what went wrong and what to do) and never contains the API key.
 var ErrProvider = errors.New("model request failed")
 
+// ErrAuthRequired marks a request that needs a key the user has not given
+// (or one the endpoint refused). Errors wrapping it also wrap ErrProvider;
+// the protocol layer answers ACP's auth_required, so the editor offers its
+// sign-in.
+var ErrAuthRequired = errors.New("authentication required")
+
 // ErrContextExceeded marks a request the endpoint refused because the
 // conversation no longer fits the model's context window. Errors wrapping it
 // also wrap ErrProvider; a caller can compact the history and retry once.

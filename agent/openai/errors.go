@@ -198,6 +198,9 @@ func (p *Provider) describe(err error, retries int) error {
 		if statusErr.contextExceeded() {
 			kinds = append(kinds, agent.ErrContextExceeded)
 		}
+		if statusErr.status == http.StatusUnauthorized {
+			kinds = append(kinds, agent.ErrAuthRequired)
+		}
 	case errors.As(err, &stallErr):
 		what := fmt.Sprintf("sent no answer for %v", stallErr.idle)
 		if stallErr.started {
@@ -231,10 +234,10 @@ func (p *Provider) describeStatus(e *statusError, after string) string {
 	case http.StatusUnauthorized:
 		// The server's message is left out on purpose: some servers echo the
 		// (masked or whole) key back.
-		if p.apiKey == "" {
-			return fmt.Sprintf("no API key: the model endpoint %s requires one (401); set DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
+		if p.key() == "" {
+			return fmt.Sprintf("no API key: the model endpoint %s requires one (401); sign in (dsh-acp login), or set DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
 		}
-		return fmt.Sprintf("the model endpoint %s rejected the API key (401); check DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
+		return fmt.Sprintf("the model endpoint %s rejected the API key (401); sign in again (dsh-acp login), or check DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
 	case http.StatusPaymentRequired:
 		return fmt.Sprintf("the model endpoint %s refused the request (402, usually an empty balance)%s", p.endpoint, server)
 	case http.StatusTooManyRequests:
@@ -264,10 +267,11 @@ func serverMessage(m string) string {
 
 // redact removes the API key from text that may have come from a server.
 func (p *Provider) redact(s string) string {
-	if p.apiKey == "" {
+	key := p.key()
+	if key == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, p.apiKey, "[API key]")
+	return strings.ReplaceAll(s, key, "[API key]")
 }
 
 func plural(n int, one, many string) string {
@@ -286,8 +290,13 @@ type providerError struct {
 	cause error
 }
 
-func (e *providerError) Error() string   { return e.msg }
-func (e *providerError) Unwrap() []error { return append(e.kinds[:len(e.kinds):len(e.kinds)], e.cause) }
+func (e *providerError) Error() string { return e.msg }
+func (e *providerError) Unwrap() []error {
+	if e.cause == nil {
+		return e.kinds
+	}
+	return append(e.kinds[:len(e.kinds):len(e.kinds)], e.cause)
+}
 
 // redactErr is err with the API key taken out of its text, still wrapping
 // err and agent.ErrProvider.

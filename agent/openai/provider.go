@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -97,18 +98,25 @@ type Options struct {
 	Logger *zap.Logger
 }
 
-// ErrNoAPIKey is returned (wrapped, and wrapping agent.ErrProvider) by Stream
-// and Check when the endpoint needs a key and none was configured.
-var ErrNoAPIKey = fmt.Errorf("%w: no API key: set DSH_API_KEY or DEEPSEEK_API_KEY", agent.ErrProvider)
+// ErrNoAPIKey is returned (wrapped, and wrapping agent.ErrProvider and
+// agent.ErrAuthRequired) by Stream and Check when the endpoint needs a key
+// and none was configured.
+var ErrNoAPIKey error = &providerError{
+	msg:   agent.ErrProvider.Error() + ": no API key: sign in (run dsh-acp login, or your editor's sign-in), or set DSH_API_KEY or DEEPSEEK_API_KEY",
+	kinds: []error{agent.ErrProvider, agent.ErrAuthRequired},
+}
 
 // Provider implements agent.Provider. It is safe for concurrent use: every
 // Stream call is independent.
 type Provider struct {
 	// endpoint is the normalised base URL, used in every error message.
-	endpoint    string
-	model       string
+	endpoint string
+	model    string
+	// loopback: the endpoint is on this machine and needs no key.
+	loopback bool
+	// keyMu guards apiKey, which a sign-in may set while requests run.
+	keyMu       sync.RWMutex
 	apiKey      string
-	needsKey    bool
 	maxRetries  int
 	backoff     func(int) time.Duration
 	log         *zap.Logger
@@ -130,7 +138,7 @@ func New(opts Options) (*Provider, error) {
 		endpoint:    strings.TrimSuffix(base.String(), "/"),
 		model:       opts.Model,
 		apiKey:      opts.APIKey,
-		needsKey:    opts.APIKey == "" && !isLoopback(base.Hostname()),
+		loopback:    isLoopback(base.Hostname()),
 		maxRetries:  opts.MaxRetries,
 		backoff:     opts.RetryBackoff,
 		log:         opts.Logger,
@@ -173,10 +181,25 @@ func New(opts Options) (*Provider, error) {
 // Check reports a configuration problem that would make every Stream fail
 // (today: a missing API key), so a caller can warn at startup.
 func (p *Provider) Check() error {
-	if p.needsKey {
+	if p.key() == "" && !p.loopback {
 		return fmt.Errorf("%w (the model endpoint %s needs one)", ErrNoAPIKey, p.endpoint)
 	}
 	return nil
+}
+
+// key is the API key requests carry now.
+func (p *Provider) key() string {
+	p.keyMu.RLock()
+	defer p.keyMu.RUnlock()
+	return p.apiKey
+}
+
+// SetAPIKey replaces the API key from the next request on (a sign-in
+// after start-up).
+func (p *Provider) SetAPIKey(key string) {
+	p.keyMu.Lock()
+	p.apiKey = key
+	p.keyMu.Unlock()
 }
 
 // Endpoint is the normalised base URL requests go to.
@@ -285,7 +308,7 @@ func (p *Provider) attempt(ctx context.Context, params goopenai.ChatCompletionRe
 func (p *Provider) client(d goopenai.HTTPDoer) *goopenai.Client {
 	// DefaultConfig rather than anything reading OPENAI_* variables: this
 	// program's configuration is its own flags and DSH_* variables.
-	cfg := goopenai.DefaultConfig(p.apiKey)
+	cfg := goopenai.DefaultConfig(p.key())
 	cfg.BaseURL = p.endpoint
 	cfg.HTTPClient = d
 	// Lines that are not data (blank lines, DeepSeek's ": keep-alive"

@@ -84,8 +84,9 @@ func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error)
 	return zap.New(core), closeFn, nil
 }
 
-func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, error) {
-	var p agent.Provider
+// newProvider is the model provider: the script's, or the endpoint's; op
+// is the endpoint's (nil for a script), whose key a sign-in may set.
+func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Provider, closers []func() error, err error) {
 	if cfg.script != "" {
 		sp, err := scripted.Load(cfg.script)
 		if err != nil {
@@ -101,12 +102,12 @@ func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, 
 			log.Info("using scripted model", zap.String("script", cfg.script))
 		}
 	} else {
-		op, err := openai.New(openai.Options{
+		op, err = openai.New(openai.Options{
 			BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey,
 			IdleTimeout: cfg.modelTimeout, Logger: log.Named("model"),
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("model endpoint: %w", err)
+			return nil, nil, nil, fmt.Errorf("model endpoint: %w", err)
 		}
 		if err := op.Check(); err != nil {
 			// Not fatal: the editor still starts and every prompt says
@@ -116,20 +117,33 @@ func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, 
 		log.Info("using model endpoint", zap.String("endpoint", op.Endpoint()), zap.String("model", op.Model()))
 		p = op
 	}
-	var closers []func() error
 	if cfg.scriptRecord != "" {
 		f, err := os.OpenFile(cfg.scriptRecord, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			return nil, nil, fmt.Errorf("open --script-record file: %w", err)
+			return nil, nil, nil, fmt.Errorf("open --script-record file: %w", err)
 		}
 		closers = append(closers, f.Close)
 		p = scripted.NewRecorder(p, f)
 	}
-	return p, closers, nil
+	return p, op, closers, nil
+}
+
+// authenticate takes up the key a sign-in stored (the environment's, read
+// at start, still wins). A scripted run needs none.
+func authenticate(cfg *config, op *openai.Provider) func(context.Context) error {
+	return func(context.Context) error {
+		if op == nil {
+			return nil
+		}
+		if key := apiKey(cfg.getenv); key != "" {
+			op.SetAPIKey(key)
+		}
+		return op.Check()
+	}
 }
 
 func newApp(cfg *config, log *zap.Logger) (*app, error) {
-	provider, closers, err := newProvider(cfg, log)
+	provider, op, closers, err := newProvider(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +161,10 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	}
 	a := &app{log: log, closers: closers, store: st, guard: g}
 	deny := []string{cfg.logFile, cfg.scriptRecord}
+	if kf, err := keyFile(cfg.getenv); err == nil {
+		// The stored key is the agent's, never a command's to read.
+		deny = append(deny, kf)
+	}
 	if st != nil {
 		if dir, err := cfg.storeDir(); err == nil {
 			deny = append(deny, dir)
@@ -255,11 +273,12 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			SpillParent:   ex.OwnerSpillDir,
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
-		Version:  version,
-		Model:    modelName(cfg),
-		Models:   newModelLister(cfg),
-		Thinking: cfg.thinking,
-		Logger:   log.Named("acp"),
+		Version:      version,
+		Model:        modelName(cfg),
+		Models:       newModelLister(cfg, op),
+		Authenticate: authenticate(cfg, op),
+		Thinking:     cfg.thinking,
+		Logger:       log.Named("acp"),
 	})
 	if err != nil {
 		return nil, errors.Join(err, a.toolset.Close(), ex.Close(), closeAll(closers))

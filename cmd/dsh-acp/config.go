@@ -138,6 +138,8 @@ const serveUsage = `Usage:
   dsh-acp [serve] [flags]          serve the Agent Client Protocol on stdin/stdout
   dsh-acp exec [flags] PROMPT...   run one prompt and print what happens
   dsh-acp sessions [--cwd DIR]     list the stored sessions (id, updated, title, cwd)
+  dsh-acp login [--base-url URL]   sign in: ask for the API key, check it, store it
+  dsh-acp logout                   remove the stored key
   dsh-acp help                     print this help
   dsh-acp version                  print the version
 
@@ -168,7 +170,7 @@ func usageText(header string, fs *flag.FlagSet) string {
 	fs.SetOutput(io.Discard)
 	// The README and every example spell flags with two dashes.
 	b.WriteString(strings.ReplaceAll("\n"+flags.String(), "\n  -", "\n  --")[1:])
-	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL, DSH_STATE_DIR.\n")
+	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY; else the key dsh-acp login stored), DSH_BASE_URL, DSH_MODEL, DSH_THINKING, DSH_STATE_DIR.\n")
 	return b.String()
 }
 
@@ -211,7 +213,7 @@ func parseServe(args []string, getenv env) (*config, error) {
 	if len(rest) > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: the server takes flags only (see dsh-acp help)", rest[0])
 	}
-	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
+	cfg.apiKey = apiKey(getenv)
 	cfg.spillDir = getenv("TMPDIR")
 	return cfg, cfg.validate()
 }
@@ -239,7 +241,7 @@ func parseExec(args []string, getenv env) (*config, error) {
 		return nil, fmt.Errorf("--cwd: %w", err)
 	}
 	cfg.cwd = cwd
-	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
+	cfg.apiKey = apiKey(getenv)
 	cfg.spillDir = getenv("TMPDIR")
 	return cfg, cfg.validate()
 }

@@ -61,6 +61,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExec(ctx, args, stdout, stderr, getenv)
 	case "sessions":
 		return runSessions(args, stdout, stderr, getenv)
+	case "login":
+		return runLogin(ctx, args, stdin, stdout, stderr, getenv)
+	case "logout":
+		return runLogout(args, stdout, stderr, getenv)
 	case "", "serve":
 	case "help":
 		_, err := parseServe([]string{"--help"}, env(getenv))
@@ -72,7 +76,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	default:
 		// Never guess that a stray word was meant as a prompt: exec would
 		// send it to a paid model.
-		fmt.Fprintf(stderr, "dsh-acp: unknown command %q (commands: serve, exec, sessions, help, version)\n", cmd)
+		fmt.Fprintf(stderr, "dsh-acp: unknown command %q (commands: serve, exec, sessions, login, logout, help, version)\n", cmd)
 		return 2
 	}
 	cfg, err := parseServe(args, env(getenv))
