@@ -62,6 +62,9 @@ type Options struct {
 	// takes reasoning_effort; empty means DeepSeek's default (high), and no
 	// thinking option for other models.
 	Thinking string
+	// Images is --images: "on" sends images to any model, "off" to none,
+	// empty to the models known to read them.
+	Images string
 	// Authenticate takes up a key the editor's sign-in stored; an error
 	// says none is there yet. Nil: authenticate always succeeds.
 	Authenticate func(ctx context.Context) error
@@ -78,6 +81,9 @@ type Agent struct {
 	// handled (see inbound.passNotification).
 	slots  chan struct{}
 	models *models
+	// imagesNoted holds the ids of sessions told that their model does
+	// not read images.
+	imagesNoted sync.Map
 	// announce sends a new session's commands after its reply.
 	announce announcer
 

@@ -9,8 +9,8 @@ import (
 )
 
 // Initialize negotiates the protocol version and advertises only what we
-// really do: text prompts with embedded context (no images or audio, which
-// the model path does not carry), MCP servers over stdio and streamable
+// really do: text prompts with embedded context and images (sent to models
+// that read them; no audio), MCP servers over stdio and streamable
 // HTTP, session/close and list, and — when sessions are stored —
 // session/load, resume and delete.
 func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp acpsdk.InitializeResponse, err error) {
@@ -42,7 +42,7 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 		AgentInfo:       &acpsdk.Implementation{Name: a.opts.Name, Version: a.opts.Version},
 		AgentCapabilities: acpsdk.AgentCapabilities{
 			LoadSession:         stored,
-			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities:  acpsdk.PromptCapabilities{EmbeddedContext: true, Image: true},
 			McpCapabilities:     acpsdk.McpCapabilities{Http: true},
 			SessionCapabilities: caps,
 		},

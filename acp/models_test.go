@@ -3,6 +3,8 @@ package acp_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,5 +160,94 @@ func TestCostAcrossRestart(t *testing.T) {
 	}
 	if c := lastCost(h2); c == nil || math.Abs(c.Amount-0.50) > 1e-9 {
 		t.Errorf("cost after a restart and one more turn = %+v, want 0.50 USD", c)
+	}
+}
+
+const pngData = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+// Images reach a model that reads them, are stored beside the session's
+// log (not in it), and after a restart both the model and the editor's
+// replay have them again.
+func TestImagesAcrossRestart(t *testing.T) {
+	t.Parallel()
+	if !newHarness(t, harnessOptions{provider: script{}}).init.AgentCapabilities.PromptCapabilities.Image {
+		t.Error("promptCapabilities.image is false")
+	}
+	dir := t.TempDir()
+	prov := script{"look": steps(text("a dot")), "again": steps(text("still a dot"))}
+	rec := &requests{p: prov}
+	h := newHarness(t, harnessOptions{provider: rec, store: newStore(t, dir), model: "deepseek-flash"})
+	sid, cwd := h.newSession(sessions.ModeAsk)
+	if _, err := h.conn.Prompt(h.ctx, acpsdk.PromptRequest{SessionId: sid, Prompt: []acpsdk.ContentBlock{
+		acpsdk.TextBlock("look"), acpsdk.ImageBlock(pngData, "image/png")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.last().Messages[1]; len(got.Images) != 1 || got.Images[0].Data != pngData {
+		t.Fatalf("the model was sent %+v, want the image", got)
+	}
+	if _, err := h.conn.CloseSession(h.ctx, acpsdk.CloseSessionRequest{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "sessions", "*.jsonl"))
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); strings.Contains(string(b), pngData) {
+			t.Errorf("%s carries the image inline", l)
+		}
+	}
+	rec2 := &requests{p: prov}
+	h2 := newHarness(t, harnessOptions{provider: rec2, store: newStore(t, dir), model: "deepseek-flash"})
+	if _, err := h2.conn.LoadSession(h2.ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: cwd, McpServers: []acpsdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	replayed := false
+	for _, u := range h2.client.allUpdatesOf(sid) {
+		if c := u.UserMessageChunk; c != nil && c.Content.Image != nil && c.Content.Image.Data == pngData {
+			replayed = true
+		}
+	}
+	if !replayed {
+		t.Error("the replay does not show the image")
+	}
+	if _, err := h2.prompt(sid, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec2.last().Messages[1]; len(got.Images) != 1 || got.Images[0].Data != pngData {
+		t.Errorf("after the restart the model was sent %+v, want the image again", got)
+	}
+}
+
+// A model that does not read images gets the note, and the user is told
+// once per session.
+func TestImageNoteOncePerSession(t *testing.T) {
+	t.Parallel()
+	rec := &requests{p: agent.ProviderFunc(func(context.Context, agent.Request, func(agent.Delta)) (agent.Response, error) {
+		return text("ok"), nil
+	})}
+	h := newHarness(t, harnessOptions{provider: rec, model: "deepseek-v4-pro"})
+	sid, _ := h.newSession(sessions.ModeAsk)
+	for _, p := range []string{"look", "more"} {
+		if _, err := h.conn.Prompt(h.ctx, acpsdk.PromptRequest{SessionId: sid, Prompt: []acpsdk.ContentBlock{
+			acpsdk.TextBlock(p), acpsdk.ImageBlock(pngData, "image/png")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	told := 0
+	for _, u := range h.client.allUpdatesOf(sid) {
+		if c := u.AgentMessageChunk; c != nil && c.Content.Text != nil && strings.Contains(c.Content.Text.Text, "does not read images") {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("told %d times, want once", told)
+	}
+	for _, r := range rec.got {
+		for _, m := range r.Messages {
+			if len(m.Images) > 0 {
+				t.Errorf("deepseek-v4-pro was sent an image: %+v", m)
+			}
+		}
+	}
+	if got := rec.last().Messages[1].Content; !strings.Contains(got, agent.ImageNote) {
+		t.Errorf("user message %q lacks the note", got)
 	}
 }

@@ -175,6 +175,11 @@ type Turn struct {
 	// Prompt is the user's message text. One that starts with a slash
 	// command (Commands) is answered by the agent itself.
 	Prompt string
+	// Images are the prompt's images.
+	Images []Image
+	// ReadsImages: the model is sent the images of the conversation; when
+	// false each image is replaced by ImageNote.
+	ReadsImages bool
 	// Usage is the session's last known context usage; zero means none.
 	Usage ContextUsage
 	// Notices drains the completion notices queued for the session since the
@@ -263,7 +268,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	if record == nil {
 		record = func(Message) {}
 	}
-	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt}}}
+	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt, Images: t.Images}}}
 	record(out.Messages[0])
 	// conv is the conversation the model is sent: History and the turn's
 	// messages, with compactions applied.
@@ -320,6 +325,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			req.Messages = make([]Message, 0, 1+len(conv))
 			req.Messages = append(req.Messages, system)
 			req.Messages = append(req.Messages, conv...)
+			req.Messages = imagesFor(t.ReadsImages, req.Messages)
 			return req
 		}
 		if !uselessCompaction {
@@ -356,6 +362,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			if !errors.Is(err, ErrProvider) {
 				err = fmt.Errorf("%w: model request %d: %w", ErrProvider, n+1, err)
 			}
+			out.dropRefusedImages(err)
 			return out.done(conv), err
 		}
 		msg := resp.Message
@@ -397,6 +404,43 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			return out.done(conv), nil
 		}
 	}
+}
+
+// imagesFor is msgs as a model that reads images (or not) is sent them.
+func imagesFor(reads bool, msgs []Message) []Message {
+	if reads {
+		return msgs
+	}
+	return withoutImages(msgs)
+}
+
+// dropRefusedImages keeps images the endpoint refused out of the prompt
+// in hand (the first message): every later request would be refused for
+// them too.
+func (o *Outcome) dropRefusedImages(err error) {
+	if errors.Is(err, ErrImageRefused) && len(o.Messages) > 0 && len(o.Messages[0].Images) > 0 {
+		o.Messages[0] = withoutImages([]Message{o.Messages[0]})[0]
+	}
+}
+
+// withoutImages replaces every image of msgs by ImageNote, copying only
+// the messages it changes.
+func withoutImages(msgs []Message) []Message {
+	for i, m := range msgs {
+		if len(m.Images) == 0 {
+			continue
+		}
+		notes := make([]string, 0, len(m.Images)+1)
+		if m.Content != "" {
+			notes = append(notes, m.Content)
+		}
+		for range m.Images {
+			notes = append(notes, ImageNote)
+		}
+		m.Content, m.Images = strings.Join(notes, "\n"), nil
+		msgs[i] = m
+	}
+	return msgs
 }
 
 // done sets History to the final conversation when a compaction replaced

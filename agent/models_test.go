@@ -153,3 +153,27 @@ func TestThinkingReachesTheRequest(t *testing.T) {
 		t.Errorf("request thinking = %q, want max", got)
 	}
 }
+
+func TestImagesOnlyForModelsThatReadThem(t *testing.T) {
+	t.Parallel()
+	img := []agent.Image{{MimeType: "image/png", Data: "AAAA", Name: "a.png"}}
+	for _, reads := range []bool{true, false} {
+		r := newReplay(t, say("ok"))
+		l := &agent.Loop{Provider: r}
+		out, err := l.Run(testutil.Context(t), agent.Turn{Caller: tools.Caller{SessionID: "s", Cwd: t.TempDir()}, Prompt: "look", Images: img, ReadsImages: reads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := r.requests()[0].Messages[1]
+		switch {
+		case reads && (len(sent.Images) != 1 || sent.Content != "look"):
+			t.Errorf("reads images: sent %+v", sent)
+		case !reads && (len(sent.Images) != 0 || sent.Content != "look\n"+agent.ImageNote):
+			t.Errorf("does not read images: sent %+v, want the note instead", sent)
+		}
+		// The history keeps the image either way: another model may read it.
+		if len(out.Messages[0].Images) != 1 {
+			t.Errorf("the prompt in the history lost its image: %+v", out.Messages[0])
+		}
+	}
+}

@@ -33,7 +33,29 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID links a tool-role message to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Images are a user message's images, sent after its text to a model
+	// that reads images.
+	Images []Image `json:"images,omitempty"`
 }
+
+// Image is an image of a user message.
+type Image struct {
+	// MimeType is the image's type ("image/png").
+	MimeType string `json:"mime_type"`
+	// Data is the image, base64 (standard encoding).
+	Data string `json:"data"`
+	// Name is what the user knows it by (its URI, or "image N").
+	Name string `json:"name,omitempty"`
+}
+
+// ImageNote is what a model that does not read images is told in place of
+// one.
+const ImageNote = "[image omitted: this model does not read images]"
+
+// ErrImageRefused marks a request the endpoint refused because of an image
+// it carried (too large, a type it does not read). Errors wrapping it also
+// wrap ErrProvider.
+var ErrImageRefused = errors.New("the endpoint refused an image")
 
 // ToolCall is one function call requested by the model.
 type ToolCall struct {

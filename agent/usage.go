@@ -51,6 +51,9 @@ func estimateText(n int) int {
 // back only in the current turn, if at all.
 func messageBytes(m Message) int {
 	n := len(m.Content) + len(m.Role) + len(m.ToolCallID) + 8
+	// An image costs what the model makes of it, not its bytes: about a
+	// thousand tokens is what vision models charge for a screenshot.
+	n += len(m.Images) * 1000 * bytesPerToken
 	for _, c := range m.ToolCalls {
 		n += len(c.ID) + len(c.Name) + len(c.Arguments) + 16
 	}

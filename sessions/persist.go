@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -89,8 +90,10 @@ func (s *Session) queueNotice(text string) {
 // AddPrompt records a prompt as it arrives: the text the model is given and
 // the blocks the editor sent (opaque JSON, for replay). The first prompt
 // names the session; AddPrompt returns the title when it set it.
-func (s *Session) AddPrompt(text string, blocks json.RawMessage) (title string, set bool) {
-	s.noteSeq(s.persist(store.Prompt{Text: text, Blocks: blocks}))
+//
+// The prompt's images are stored beside the log, and the entry names them.
+func (s *Session) AddPrompt(text string, blocks json.RawMessage, images []agent.Image) (title string, set bool) {
+	s.noteSeq(s.persist(store.Prompt{Text: text, Blocks: blocks, Images: s.putImages(images)}))
 	s.mu.Lock()
 	if s.title == "" {
 		s.title = MakeTitle(text)
@@ -101,6 +104,42 @@ func (s *Session) AddPrompt(text string, blocks json.RawMessage) (title string, 
 		s.persist(store.Title{Title: title})
 	}
 	return title, set
+}
+
+// putImages stores images beside the session's log and returns their
+// refs; an image that cannot be stored is logged and left out (the turn
+// goes on with it in memory).
+func (s *Session) putImages(images []agent.Image) []store.Image {
+	s.mu.Lock()
+	st := s.stored
+	s.mu.Unlock()
+	if st == nil || len(images) == 0 {
+		return nil
+	}
+	refs := make([]store.Image, 0, len(images))
+	for _, img := range images {
+		data, err := base64.StdEncoding.DecodeString(img.Data)
+		if err == nil {
+			var ref string
+			if ref, err = st.PutImage(data); err == nil {
+				refs = append(refs, store.Image{Ref: ref, MimeType: img.MimeType, Name: img.Name})
+				continue
+			}
+		}
+		s.log.Warn("image not stored; a load will not show it to the model", zap.String("image", img.Name), zap.Error(err))
+	}
+	return refs
+}
+
+// Image returns the stored bytes of a prompt's image, for a replay.
+func (s *Session) Image(ref string) ([]byte, error) {
+	s.mu.Lock()
+	st := s.stored
+	s.mu.Unlock()
+	if st == nil {
+		return nil, store.ErrClosed
+	}
+	return st.ReadImage(ref)
 }
 
 // ToolView is what the editor was shown of a finished tool call, kept for

@@ -268,3 +268,43 @@ func TestEndpointEdgeCases(t *testing.T) {
 		})
 	}
 }
+
+// pngData is a 1×1 PNG, base64.
+const pngData = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+func imageRequest(mime string) agent.Request {
+	return agent.Request{Messages: []agent.Message{
+		{Role: agent.RoleSystem, Content: "sys"},
+		{Role: agent.RoleUser, Content: "what is this?", Images: []agent.Image{{MimeType: mime, Data: pngData, Name: "file:///tmp/shot.png"}}},
+	}}
+}
+
+func TestImagesAsDataURLs(t *testing.T) {
+	t.Parallel()
+	m := mockllm.New(t, mockllm.Options{Flavor: mockllm.DeepSeek})
+	if _, err := mockProvider(t, m, "deepseek-flash", nil).Stream(testutil.Context(t), imageRequest("image/png"), func(agent.Delta) {}); err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := m.Requests()[0].Messages()[1]["content"].([]any)
+	if len(parts) != 2 {
+		t.Fatalf("user content = %v, want text and image parts", m.Requests()[0].Messages()[1]["content"])
+	}
+	img := parts[1].(map[string]any)
+	if img["type"] != "image_url" || img["image_url"].(map[string]any)["url"] != "data:image/png;base64,"+pngData {
+		t.Errorf("image part = %v", img)
+	}
+}
+
+func TestRefusedImageIsNamed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ model, mime string }{
+		{"deepseek-v4-pro", "image/png"},      // a model that does not read images
+		{"deepseek-flash", "application/pdf"}, // a type it does not read
+	} {
+		m := mockllm.New(t, mockllm.Options{Flavor: mockllm.DeepSeek})
+		_, err := mockProvider(t, m, tt.model, nil).Stream(testutil.Context(t), imageRequest(tt.mime), func(agent.Delta) {})
+		if !errors.Is(err, agent.ErrImageRefused) || !strings.Contains(err.Error(), `"file:///tmp/shot.png"`) {
+			t.Errorf("%s %s: err = %v, want ErrImageRefused naming the image", tt.model, tt.mime, err)
+		}
+	}
+}

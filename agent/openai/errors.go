@@ -344,3 +344,26 @@ func (p *Provider) modelMissing(ctx context.Context, model string, err error) er
 	}
 	return &providerError{msg: p.redact(msg), kinds: []error{agent.ErrProvider, ErrModelNotServed}, cause: err}
 }
+
+// imageRefused is the error for a request with images that the endpoint
+// refused because of one (too large, a type it does not read), naming the
+// images; nil when err is something else or the request had none.
+func (p *Provider) imageRefused(err error, names []string) error {
+	var se *statusError
+	if len(names) == 0 || !errors.As(err, &se) {
+		return nil
+	}
+	switch {
+	case se.status == http.StatusRequestEntityTooLarge, se.status == http.StatusUnsupportedMediaType:
+	case se.status >= 400 && se.status < 500 && strings.Contains(strings.ToLower(se.message), "image"):
+	default:
+		return nil
+	}
+	msg := fmt.Sprintf("the model endpoint %s refused the image %s (%d %s%s); send a smaller PNG or JPEG, or leave it out",
+		p.endpoint, strings.Join(names, ", "), se.status, http.StatusText(se.status), serverMessage(se.message))
+	if len(names) > 1 {
+		msg = fmt.Sprintf("the model endpoint %s refused one of the images %s (%d %s%s); send smaller PNGs or JPEGs, or leave them out",
+			p.endpoint, strings.Join(names, ", "), se.status, http.StatusText(se.status), serverMessage(se.message))
+	}
+	return &providerError{msg: p.redact(msg), kinds: []error{agent.ErrProvider, agent.ErrImageRefused}, cause: err}
+}

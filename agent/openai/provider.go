@@ -239,6 +239,9 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 			if missing := p.modelMissing(ctx, params.Model, err); missing != nil {
 				return agent.Response{}, missing
 			}
+			if refused := p.imageRefused(err, imageNames(req)); refused != nil {
+				return agent.Response{}, refused
+			}
 			return agent.Response{}, p.describe(err, retry)
 		}
 		delay, ok := p.retryDelay(err, retry)

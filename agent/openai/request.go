@@ -41,7 +41,11 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 	for i, m := range req.Messages {
 		msg := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
 		switch m.Role {
-		case agent.RoleSystem, agent.RoleUser:
+		case agent.RoleUser:
+			if len(m.Images) > 0 {
+				msg.Content, msg.MultiContent = "", imageParts(m)
+			}
+		case agent.RoleSystem:
 		case agent.RoleTool:
 			msg.ToolCallID = m.ToolCallID
 		case agent.RoleAssistant:
@@ -82,6 +86,37 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 		})
 	}
 	return out, extras, nil
+}
+
+// imageParts is a user message with images as content parts: its text,
+// then each image as an image_url with a data: URL.
+func imageParts(m agent.Message) []goopenai.ChatMessagePart {
+	parts := make([]goopenai.ChatMessagePart, 0, len(m.Images)+1)
+	if m.Content != "" {
+		parts = append(parts, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeText, Text: m.Content})
+	}
+	for _, img := range m.Images {
+		parts = append(parts, goopenai.ChatMessagePart{
+			Type:     goopenai.ChatMessagePartTypeImageURL,
+			ImageURL: &goopenai.ChatMessageImageURL{URL: "data:" + img.MimeType + ";base64," + img.Data},
+		})
+	}
+	return parts
+}
+
+// imageNames names the images req carries, for an error about them.
+func imageNames(req agent.Request) []string {
+	var names []string
+	for _, m := range req.Messages {
+		for i, img := range m.Images {
+			name := img.Name
+			if name == "" {
+				name = fmt.Sprintf("image %d (%s)", i+1, img.MimeType)
+			}
+			names = append(names, fmt.Sprintf("%q", name))
+		}
+	}
+	return names
 }
 
 // sentReasoning is the reasoning an assistant message carries back, if

@@ -278,6 +278,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		Models:       newModelLister(cfg, op),
 		Authenticate: authenticate(cfg, op),
 		Thinking:     cfg.thinking,
+		Images:       cfg.images,
 		Logger:       log.Named("acp"),
 	})
 	if err != nil {

@@ -283,21 +283,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, rep
 		flush()
 	}
 	if reply.OnlyComments {
-		// DeepSeek sends a keep-alive every few seconds while a request
-		// queues; faster here so a short --model-timeout sees many.
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-t.C:
-			}
-		}
+		keepAliveOnly(w, r)
+		return
 	}
 	event := func(v any) {
 		b, _ := json.Marshal(v)
@@ -326,13 +313,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, rep
 		event(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": index, "id": c.ID, "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": c.Args}}}}, nil))
 	}
-	finish := reply.Finish
-	if finish == "" {
-		finish = "stop"
-		if len(reply.Calls) > 0 && s.opts.Flavor != Ollama {
-			finish = "tool_calls"
-		}
-	}
+	finish := s.finishReason(reply)
 	usage := s.usage(req, reply)
 	switch {
 	case finish == "-":
@@ -354,6 +335,38 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, rep
 	}
 	if reply.Hold {
 		<-r.Context().Done()
+	}
+}
+
+// finishReason is the reply's finish_reason: its own, else the
+// flavour's ("-": none).
+func (s *Server) finishReason(reply Reply) string {
+	switch {
+	case reply.Finish != "":
+		return reply.Finish
+	case len(reply.Calls) > 0 && s.opts.Flavor != Ollama:
+		return "tool_calls"
+	}
+	// Ollama ends tool calls with "stop" too.
+	return "stop"
+}
+
+// keepAliveOnly sends nothing but keep-alive comments until the client goes.
+func keepAliveOnly(w http.ResponseWriter, r *http.Request) {
+	// DeepSeek sends a keep-alive every few seconds while a request
+	// queues; faster here so a short --model-timeout sees many.
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 

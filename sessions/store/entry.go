@@ -64,6 +64,8 @@ type Prompt struct {
 	// Blocks is optional, opaque JSON: the prompt as the editor sent it
 	// (content blocks), for replay. The store does not look inside.
 	Blocks json.RawMessage `json:"blocks,omitempty"`
+	// Images are the prompt's images, stored beside the log (PutImage).
+	Images []Image `json:"images,omitempty"`
 }
 
 // Assistant is one message of the model: its text, its reasoning and the
