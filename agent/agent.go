@@ -430,6 +430,12 @@ func withoutImages(msgs []Message) []Message {
 		if len(m.Images) == 0 {
 			continue
 		}
+		if m.Role == RoleTool {
+			// A tool's text already notes each image it returned.
+			m.Images = nil
+			msgs[i] = m
+			continue
+		}
 		notes := make([]string, 0, len(m.Images)+1)
 		if m.Content != "" {
 			notes = append(notes, m.Content)
@@ -591,9 +597,10 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 	msgs := make([]Message, 0, len(calls))
 	answer := func(info CallInfo, res tools.Result) {
 		emit(Event{Kind: EventToolResult, Call: info, Result: res})
-		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text})
+		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text, Images: toolImages(info, res)})
 		record(msgs[len(msgs)-1])
 	}
+
 	cancelled := false
 	for i, info := range infos {
 		p := prepared[i]
@@ -646,6 +653,16 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 		}
 	}
 	return msgs, cancelled
+}
+
+// toolImages are the images a call returned, named after it; nil when
+// none.
+func toolImages(info CallInfo, res tools.Result) []Image {
+	var out []Image
+	for i, img := range res.Images {
+		out = append(out, Image{MimeType: img.MimeType, Data: img.Data, Name: fmt.Sprintf("%s result image %d", info.Name, i+1)})
+	}
+	return out
 }
 
 func specOf(tl tools.Tool) ToolSpec {

@@ -34,7 +34,9 @@ type Message struct {
 	// ToolCallID links a tool-role message to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Images are a user message's images, sent after its text to a model
-	// that reads images.
+	// that reads images, or those a tool call returned (a tool message;
+	// providers whose API takes no images there send them in a user
+	// message after the call results).
 	Images []Image `json:"images,omitempty"`
 }
 

@@ -308,3 +308,30 @@ func TestRefusedImageIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// A tool's images follow its results as a user message: the chat API takes
+// images in user messages only.
+func TestToolImagesFollowTheResults(t *testing.T) {
+	t.Parallel()
+	m := mockllm.New(t, mockllm.Options{Flavor: mockllm.DeepSeek})
+	req := agent.Request{Messages: []agent.Message{
+		{Role: agent.RoleSystem, Content: "sys"},
+		{Role: agent.RoleUser, Content: "screenshot please"},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "shot", Arguments: "{}"}, {ID: "c2", Name: "shot", Arguments: "{}"}}},
+		{Role: agent.RoleTool, ToolCallID: "c1", Content: "[image: image/png, 1 KB]", Images: []agent.Image{{MimeType: "image/png", Data: pngData}}},
+		{Role: agent.RoleTool, ToolCallID: "c2", Content: "no image"},
+	}}
+	if _, err := mockProvider(t, m, "deepseek-flash", nil).Stream(testutil.Context(t), req, func(agent.Delta) {}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := m.Requests()[0].Messages()
+	if len(msgs) != 6 || msgs[3]["role"] != "tool" || msgs[4]["role"] != "tool" || msgs[5]["role"] != "user" {
+		t.Fatalf("messages %v, want the image after both results", msgs)
+	}
+	if !strings.Contains(jsonOf(msgs[5]["content"]), "data:image/png;base64,"+pngData) {
+		t.Errorf("the user message after the results = %v", msgs[5])
+	}
+	if _, ok := msgs[2]["reasoning_content"]; !ok {
+		t.Errorf("the reasoning_content rule slipped with the extra message: %v", msgs[2])
+	}
+}

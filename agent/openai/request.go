@@ -36,9 +36,16 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
 	}
 	var extras []reasoningField
+	// pending are images of tool results, sent after the last of them:
+	// the chat API takes images in user messages only.
+	var pending []agent.Image
 	deepseek := agent.IsDeepSeek(model)
 	keep := keepReasoning(req.Messages)
 	for i, m := range req.Messages {
+		if len(pending) > 0 && m.Role != agent.RoleTool {
+			out.Messages = append(out.Messages, toolImagesMessage(pending))
+			pending = nil
+		}
 		msg := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
 		switch m.Role {
 		case agent.RoleUser:
@@ -48,6 +55,7 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 		case agent.RoleSystem:
 		case agent.RoleTool:
 			msg.ToolCallID = m.ToolCallID
+			pending = append(pending, m.Images...)
 		case agent.RoleAssistant:
 			if m.Content == "" && len(m.ToolCalls) == 0 {
 				// An empty answer carries nothing the model needs, and
@@ -70,6 +78,9 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 			return out, nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
 		out.Messages = append(out.Messages, msg)
+	}
+	if len(pending) > 0 {
+		out.Messages = append(out.Messages, toolImagesMessage(pending))
 	}
 	for _, t := range req.Tools {
 		schema := emptySchema
@@ -102,6 +113,12 @@ func imageParts(m agent.Message) []goopenai.ChatMessagePart {
 		})
 	}
 	return parts
+}
+
+// toolImagesMessage carries images tool calls returned.
+func toolImagesMessage(images []agent.Image) goopenai.ChatCompletionMessage {
+	return goopenai.ChatCompletionMessage{Role: string(agent.RoleUser),
+		MultiContent: imageParts(agent.Message{Content: "Images returned by the tool calls above:", Images: images})}
 }
 
 // imageNames names the images req carries, for an error about them.
