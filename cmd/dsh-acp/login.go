@@ -170,6 +170,15 @@ func readKey(stdin io.Reader) (string, error) {
 	return key, nil
 }
 
+// logoutArgs drops the serve flags an editor's command line puts before
+// "logout": logout takes none of them, and removes the one stored key.
+func logoutArgs(args []string) []string {
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
+		return nil
+	}
+	return args
+}
+
 // runLogout is `dsh-acp logout`: the stored key is removed.
 func runLogout(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 {

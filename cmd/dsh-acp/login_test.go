@@ -45,6 +45,11 @@ func TestLoginChecksAndStoresTheKey(t *testing.T) {
 	if code, msg := login(""); code != 1 || !strings.Contains(msg, "no key given") {
 		t.Errorf("no key: exit %d, %q", code, msg)
 	}
+	// As an editor's terminal sign-in runs it: the agent's flags, then login.
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"--base-url", m.URL, "--allow", "git status", "login"}, strings.NewReader("sk-bad\n"), &out, &errb, getenv); code != 1 || !strings.Contains(errb.String(), "refused this key") {
+		t.Errorf("flags before login: exit %d, %q", code, errb.String())
+	}
 	if code, msg := login("sk-good"); code != 0 || !strings.Contains(msg, "Signed in") || strings.Contains(msg, "sk-good") {
 		t.Fatalf("the right key: exit %d, %q", code, msg)
 	}
@@ -58,7 +63,8 @@ func TestLoginChecksAndStoresTheKey(t *testing.T) {
 	if got := apiKey(getenv); got != "sk-good" {
 		t.Errorf("apiKey = %q, want the stored one", got)
 	}
-	var out, errb bytes.Buffer
+	out.Reset()
+	errb.Reset()
 	if code := run(ctx, []string{"logout"}, nil, &out, &errb, getenv); code != 0 || !strings.Contains(errb.String(), "Signed out") {
 		t.Errorf("logout: exit %d, %q", code, errb.String())
 	}

@@ -55,6 +55,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	} else if n := len(args); n > 0 && (args[n-1] == "login" || args[n-1] == "logout") {
+		// An editor's terminal sign-in runs the agent's own command line
+		// with the auth method's args added: `dsh-acp --base-url URL
+		// --allow … login`. Its flags then say which endpoint to sign in to.
+		cmd, args = args[n-1], args[:n-1]
 	}
 	switch cmd {
 	case "exec":
@@ -64,7 +69,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "login":
 		return runLogin(ctx, args, stdin, stdout, stderr, getenv)
 	case "logout":
-		return runLogout(args, stdout, stderr, getenv)
+		return runLogout(logoutArgs(args), stdout, stderr, getenv)
 	case "", "serve":
 	case "help":
 		_, err := parseServe([]string{"--help"}, env(getenv))
