@@ -64,7 +64,18 @@ type Options struct {
 	// before it closes the sessions and waits for their turns: the owner
 	// of the commands ends them all at once there. It must not block.
 	OnShutdown func()
-	Logger     *zap.Logger
+	// Thinking is --thinking: the thought level new sessions start with,
+	// and, for a model that is not DeepSeek's, the user's word that it
+	// takes reasoning_effort; empty means DeepSeek's default (high), and no
+	// thinking option for other models.
+	Thinking string
+	// Images is --images: "on" sends images to any model, "off" to none,
+	// empty to the models known to read them.
+	Images string
+	// Authenticate takes up a key the editor's sign-in stored; an error
+	// says none is there yet. Nil: authenticate always succeeds.
+	Authenticate func(ctx context.Context) error
+	Logger       *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.
@@ -77,6 +88,9 @@ type Agent struct {
 	// handled (see inbound.passNotification).
 	slots  chan struct{}
 	models *models
+	// imagesNoted holds the ids of sessions told that their model does
+	// not read images.
+	imagesNoted sync.Map
 	// announce sends a new session's commands after its reply.
 	announce announcer
 

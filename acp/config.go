@@ -1,8 +1,10 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -10,13 +12,15 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions"
 )
 
 // Config option ids.
 const (
-	configMode  = "mode"
-	configModel = "model"
+	configMode     = "mode"
+	configModel    = "model"
+	configThinking = sessions.ConfigThinking
 )
 
 // ModelLister lists the models the endpoint serves (GET /models).
@@ -91,7 +95,7 @@ func (a *Agent) configOptions(ctx context.Context, s *sessions.Session) []acpsdk
 		modelOpts = append(modelOpts, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(n), Name: n})
 	}
 	current := a.sessionModel(s)
-	return []acpsdk.SessionConfigOption{
+	list := []acpsdk.SessionConfigOption{
 		{Select: &acpsdk.SessionConfigOptionSelect{
 			Id: configMode, Name: "Mode", Type: "select",
 			Category:     acpsdk.Ptr(acpsdk.SessionConfigOptionCategoryMode),
@@ -107,6 +111,42 @@ func (a *Agent) configOptions(ctx context.Context, s *sessions.Session) []acpsdk
 			Options:      acpsdk.SessionConfigSelectOptions{Ungrouped: &modelOpts},
 		}},
 	}
+	if level := a.sessionThinking(s); level != "" {
+		list = append(list, thinkingOption(level))
+	}
+	return list
+}
+
+// thinkingOffered reports whether the session's model gets the
+// thought_level option: DeepSeek's models (recognised by id) always, any
+// other only when the user said it takes reasoning_effort (--thinking).
+func (a *Agent) thinkingOffered(model string) bool {
+	return agent.IsDeepSeek(model) || a.opts.Thinking != ""
+}
+
+// sessionThinking is the thought level a session's requests carry: its
+// option, else --thinking, else DeepSeek's own default (high); empty when
+// the option is not offered for its model, so nothing is sent.
+func (a *Agent) sessionThinking(s *sessions.Session) string {
+	if !a.thinkingOffered(a.sessionModel(s)) {
+		return ""
+	}
+	return cmp.Or(s.Thinking(), a.opts.Thinking, agent.ThinkingHigh)
+}
+
+func thinkingOption(current string) acpsdk.SessionConfigOption {
+	names := map[string]string{agent.ThinkingOff: "Off", agent.ThinkingHigh: "High", agent.ThinkingMax: "Max"}
+	opts := make(acpsdk.SessionConfigSelectOptionsUngrouped, 0, len(agent.ThinkingLevels))
+	for _, v := range agent.ThinkingLevels {
+		opts = append(opts, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(v), Name: names[v]})
+	}
+	return acpsdk.SessionConfigOption{Select: &acpsdk.SessionConfigOptionSelect{
+		Id: configThinking, Name: "Thinking", Type: "select",
+		Category:     acpsdk.Ptr(acpsdk.SessionConfigOptionCategoryThoughtLevel),
+		Description:  acpsdk.Ptr("How much the model thinks before it answers, from the next request on."),
+		CurrentValue: acpsdk.SessionConfigValueId(current),
+		Options:      acpsdk.SessionConfigSelectOptions{Ungrouped: &opts},
+	}}
 }
 
 func (a *Agent) modeState(s *sessions.Session) *acpsdk.SessionModeState {
@@ -142,13 +182,28 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 			})
 		}
 		s.SetModel(value)
+	case configThinking:
+		if !a.thinkingOffered(a.sessionModel(s)) || !slices.Contains(agent.ThinkingLevels, value) {
+			return resp, acpsdk.NewInvalidParams(map[string]any{
+				"error": fmt.Sprintf("unknown value %q of config option %q: valid values are %s", value, configThinking, thinkingChoices(a.thinkingOffered(a.sessionModel(s)))),
+			})
+		}
+		s.SetThinking(value)
 	default:
 		return resp, acpsdk.NewInvalidParams(map[string]any{
-			"error": fmt.Sprintf("unknown config option %q: valid options are %q and %q", v.ConfigId, configMode, configModel),
+			"error": fmt.Sprintf("unknown config option %q: valid options are %q, %q and %q", v.ConfigId, configMode, configModel, configThinking),
 		})
 	}
 	a.sessionLogger(s.ID).Info("config option set", zap.String("option", string(v.ConfigId)), zap.String("value", value))
 	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(ctx, s)}, nil
+}
+
+// thinkingChoices names the thought levels, or says why there are none.
+func thinkingChoices(offered bool) string {
+	if !offered {
+		return "none for this model (start dsh-acp with --thinking if it takes reasoning_effort)"
+	}
+	return strings.Replace(quoteAll(agent.ThinkingLevels), ", \"max\"", " and \"max\"", 1)
 }
 
 func quoteAll(names []string) string {

@@ -33,10 +33,14 @@ func messageID(e agent.Event) *string {
 	return acpsdk.Ptr(e.MessageID)
 }
 
-// usageUpdate is the context ring. An estimate says so in _meta, so a
-// client (and a reader of the log) can tell it from a count.
+// usageUpdate is the context ring, with the session's cumulative cost when
+// one is known. An estimate says so in _meta, so a client (and a reader of
+// the log) can tell it from a count.
 func usageUpdate(u agent.ContextUsage) acpsdk.SessionUpdate {
 	up := &acpsdk.SessionUsageUpdate{Used: u.Used, Size: u.Size}
+	if u.Cost.Currency != "" {
+		up.Cost = &acpsdk.Cost{Amount: u.Cost.Amount, Currency: u.Cost.Currency}
+	}
 	if u.Estimated {
 		up.Meta = map[string]any{"estimated": true}
 	}

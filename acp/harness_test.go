@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -374,6 +375,10 @@ type harnessOptions struct {
 	mcp acp.MCPOptions
 	// contextWindow is the loop's context window; zero means the default.
 	contextWindow int
+	// model is the configured model; empty means "test-model".
+	model string
+	// thinking is --thinking.
+	thinking string
 }
 
 type harness struct {
@@ -455,7 +460,8 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 		Version:        "1.2.3",
 		UpdateInterval: 5 * time.Millisecond,
 		UpdateTicker:   ticker,
-		Model:          "test-model",
+		Model:          cmp.Or(o.model, "test-model"),
+		Thinking:       o.thinking,
 		Models:         o.models,
 		Logger:         log.Named("acp"),
 	})

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -27,7 +28,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (r
 	if err != nil {
 		return resp, toRequestError(err)
 	}
-	a.replay(ctx, l.Session.ID, l.Entries)
+	a.replay(ctx, l.Session, l.Entries)
 	a.announceCommands(l.Session.ID)
 	a.announce.madeLive(l.Session.ID)
 	return acpsdk.LoadSessionResponse{Modes: a.modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
@@ -76,7 +77,8 @@ func (a *Agent) open(id, cwd string, mcpServers []acpsdk.McpServer) (sessions.Lo
 // replay sends the stored conversation as the editor saw it: each prompt,
 // the model's reasoning and text, and each tool call with its title, kind,
 // rawInput, final status and content (not its live output).
-func (a *Agent) replay(ctx context.Context, sid string, entries []store.Entry) {
+func (a *Agent) replay(ctx context.Context, s *sessions.Session, entries []store.Entry) {
+	sid := s.ID
 	names := map[string]string{}
 	for _, e := range entries {
 		p, err := e.Decode()
@@ -89,6 +91,7 @@ func (a *Agent) replay(ctx context.Context, sid string, entries []store.Entry) {
 			if len(v.Blocks) == 0 || json.Unmarshal(v.Blocks, &blocks) != nil || len(blocks) == 0 {
 				blocks = []acpsdk.ContentBlock{acpsdk.TextBlock(v.Text)}
 			}
+			restoreImages(s, blocks, v.Images)
 			for _, b := range blocks {
 				a.sendUpdate(ctx, sid, acpsdk.UpdateUserMessage(b))
 			}
@@ -150,4 +153,19 @@ func replayedCall(r store.ToolResult, name string) acpsdk.SessionUpdate {
 	}
 	opts = append(opts, acpsdk.WithStartContent(content))
 	return acpsdk.StartToolCall(acpsdk.ToolCallId(r.CallID), title, opts...)
+}
+
+// restoreImages puts the stored images back into a prompt's image blocks,
+// which were stored without their data (storedBlocks), in order.
+func restoreImages(s *sessions.Session, blocks []acpsdk.ContentBlock, images []store.Image) {
+	i := 0
+	for _, b := range blocks {
+		if b.Image == nil || b.Image.Data != "" || i >= len(images) {
+			continue
+		}
+		if data, err := s.Image(images[i].Ref); err == nil {
+			b.Image.Data = base64.StdEncoding.EncodeToString(data)
+		}
+		i++
+	}
 }

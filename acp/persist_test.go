@@ -186,7 +186,7 @@ func TestConfigOptions(t *testing.T) {
 		return h.conn.SetSessionConfigOption(h.ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: acpsdk.SessionConfigId(id), Value: acpsdk.SessionConfigValueId(value)}})
 	}
 	_, err = set("colour", "red")
-	if re := requestError(t, err, -32602); re != nil && !strings.Contains(fmt.Sprint(re.Data), `"mode" and "model"`) {
+	if re := requestError(t, err, -32602); re != nil && !strings.Contains(fmt.Sprint(re.Data), `"mode", "model" and "thought_level"`) {
 		t.Errorf("unknown option: %v", re)
 	}
 	_, err = set("model", "gpt-9")

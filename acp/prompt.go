@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -59,17 +61,23 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	emit, flushNotes := a.mcpNotes(s, ui)
 
 	log.Info("prompt started")
+	images := promptImages(p.Prompt)
+	model := a.sessionModel(s)
+	a.noteImages(ctx, s, model, len(images))
 	rec := &recorder{a: a, ctx: ctx, s: s, blocks: p.Prompt}
 	out, runErr := a.opts.Loop.Run(tctx, agent.Turn{
-		Caller:   tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone},
-		Extra:    s.Tools(),
-		History:  s.History(),
-		Prompt:   promptText(p.Prompt),
-		Model:    s.Model(),
-		Usage:    s.Usage(),
-		Notices:  s.DrainNotices,
-		Approver: a.approver(s, conn, log),
-		Record:   rec.record,
+		Caller:      tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone},
+		Extra:       s.Tools(),
+		History:     s.History(),
+		Prompt:      promptText(p.Prompt),
+		Images:      images,
+		ReadsImages: a.readsImages(model),
+		Model:       s.Model(),
+		Thinking:    a.sessionThinking(s),
+		Usage:       s.Usage(),
+		Notices:     s.DrainNotices,
+		Approver:    a.approver(s, conn, log),
+		Record:      rec.record,
 		Emit: func(e agent.Event) {
 			rec.observe(e)
 			emit(e)
@@ -87,6 +95,12 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	}
 	if runErr != nil {
 		log.Warn("prompt failed", zap.Error(runErr))
+		if errors.Is(runErr, agent.ErrAuthRequired) {
+			// The editor offers its sign-in (authMethods) on this code.
+			re := acpsdk.NewAuthRequired(map[string]any{"error": runErr.Error()})
+			re.Message = runErr.Error()
+			return acpsdk.PromptResponse{}, re
+		}
 		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32603, Message: runErr.Error()}
 	}
 	if out.Stop == agent.StopCancelled {
@@ -94,7 +108,71 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	} else {
 		log.Info("prompt finished", zap.String("stop_reason", string(out.Stop)))
 	}
-	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(out.Stop)}, nil
+	return acpsdk.PromptResponse{StopReason: acpsdk.StopReason(out.Stop), Usage: turnUsage(out.Spent), Meta: turnCost(out.Cost)}, nil
+}
+
+// turnUsage is what the turn's model requests counted; nil when the
+// endpoint counted none.
+func turnUsage(u agent.Usage) *acpsdk.Usage {
+	if !u.Reported {
+		return nil
+	}
+	return &acpsdk.Usage{
+		InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+		TotalTokens: u.PromptTokens + u.CompletionTokens, CachedReadTokens: acpsdk.Ptr(u.CachedTokens),
+	}
+}
+
+// turnCost is what the turn cost, in _meta.cost (usage_update.cost is the
+// session's total); nil when unknown.
+func turnCost(c agent.Cost) map[string]any {
+	if c.Currency == "" {
+		return nil
+	}
+	return map[string]any{"cost": map[string]any{"amount": c.Amount, "currency": c.Currency}}
+}
+
+// promptImages are the prompt's image blocks, in order, named by their
+// URI when they have one.
+func promptImages(blocks []acpsdk.ContentBlock) []agent.Image {
+	var out []agent.Image
+	for _, b := range blocks {
+		if b.Image == nil || b.Image.Data == "" {
+			continue
+		}
+		name := fmt.Sprintf("image %d", len(out)+1)
+		if b.Image.Uri != nil && *b.Image.Uri != "" {
+			name = *b.Image.Uri
+		}
+		out = append(out, agent.Image{MimeType: b.Image.MimeType, Data: b.Image.Data, Name: name})
+	}
+	return out
+}
+
+// readsImages reports whether the model is sent images: --images on, or a
+// model known to read them (unless --images off).
+func (a *Agent) readsImages(model string) bool {
+	switch a.opts.Images {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return agent.ReadsImages(model)
+}
+
+// noteImages tells the user, once per session, in the answer, that the
+// model does not read the images they sent.
+func (a *Agent) noteImages(ctx context.Context, s *sessions.Session, model string, images int) {
+	if images == 0 || a.readsImages(model) {
+		return
+	}
+	if _, told := a.imagesNoted.LoadOrStore(s.ID, true); told {
+		return
+	}
+	text := fmt.Sprintf("(%s does not read images, so it is told only that an image was left out. Choose a model that reads them, such as %s, or start dsh-acp with --images on if this one does.)\n\n",
+		model, agent.ModelDeepSeekFlash)
+	a.sendUpdate(ctx, s.ID, messageChunk(agent.Event{Text: text, MessageID: uuid.NewString()}))
 }
 
 // promptText flattens the prompt's blocks into the user message: text as
@@ -113,7 +191,8 @@ func promptText(blocks []acpsdk.ContentBlock) string {
 		case b.ResourceLink != nil:
 			parts = append(parts, fmt.Sprintf("[@%s](%s)", b.ResourceLink.Name, b.ResourceLink.Uri))
 		case b.Image != nil:
-			parts = append(parts, "[image omitted: this agent does not read images]")
+			// Sent as an image part (promptImages), or replaced by
+			// agent.ImageNote for a model that does not read images.
 		case b.Audio != nil:
 			parts = append(parts, "[audio omitted: this agent does not read audio]")
 		}

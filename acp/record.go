@@ -49,8 +49,8 @@ func (r *recorder) observe(e agent.Event) {
 func (r *recorder) record(m agent.Message) {
 	if !r.prompted && m.Role == agent.RoleUser {
 		r.prompted = true
-		blocks, _ := json.Marshal(r.blocks)
-		if title, set := r.s.AddPrompt(m.Content, blocks); set {
+		blocks, _ := json.Marshal(storedBlocks(r.blocks))
+		if title, set := r.s.AddPrompt(m.Content, blocks, m.Images); set {
 			r.a.sendUpdate(r.ctx, r.s.ID, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{Title: acpsdk.Ptr(title)}})
 		}
 		return
@@ -79,4 +79,19 @@ func toolView(c agent.CallInfo, failed bool, text string) *sessions.ToolView {
 	raw, _ := json.Marshal(rawInput(c.Args))
 	content, _ := json.Marshal(append(descriptionContent(c), fenced(text)))
 	return &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content}
+}
+
+// storedBlocks are the prompt's blocks as the log keeps them: an image's
+// data is stored beside the log (AddPrompt), not in the line.
+func storedBlocks(blocks []acpsdk.ContentBlock) []acpsdk.ContentBlock {
+	out := make([]acpsdk.ContentBlock, len(blocks))
+	for i, b := range blocks {
+		if b.Image != nil {
+			img := *b.Image
+			img.Data = ""
+			b.Image = &img
+		}
+		out[i] = b
+	}
+	return out
 }

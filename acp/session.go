@@ -99,6 +99,7 @@ func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (r
 	}
 	a.order.forget(string(p.SessionId))
 	a.announce.takePrompt(string(p.SessionId))
+	a.imagesNoted.Delete(string(p.SessionId))
 	a.sessionLogger(string(p.SessionId)).Info("session closed")
 	return acpsdk.CloseSessionResponse{}, nil
 }

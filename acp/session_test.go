@@ -37,8 +37,8 @@ func TestInitialize(t *testing.T) {
 	if pc["embeddedContext"] != true {
 		t.Errorf("promptCapabilities.embeddedContext = %v, want true", pc["embeddedContext"])
 	}
-	if v, ok := pc["image"]; ok && v != false {
-		t.Errorf("promptCapabilities.image = %v, want false or absent", v)
+	if pc["image"] != true {
+		t.Errorf("promptCapabilities.image = %v, want true", pc["image"])
 	}
 	if v, ok := pc["audio"]; ok && v != false {
 		t.Errorf("promptCapabilities.audio = %v, want false or absent", v)

@@ -5,11 +5,13 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -29,6 +31,14 @@ const (
 
 // DefaultMaxRequests bounds the model requests of one prompt.
 const DefaultMaxRequests = 100
+
+// MaxCallsPerAnswer bounds the tool calls of one model answer that run: a
+// runaway answer of thousands of calls would otherwise run them all, and
+// in Ask mode ask the user thousands of questions.
+const MaxCallsPerAnswer = 64
+
+// tooManyCallsText is the result of each call past MaxCallsPerAnswer.
+var tooManyCallsText = fmt.Sprintf("Error: not run: one answer may make at most %d tool calls; make this call again in a later answer", MaxCallsPerAnswer)
 
 // EventKind tells which fields of an Event are set.
 type EventKind int
@@ -125,6 +135,19 @@ type Loop struct {
 	// CompactAt is the share of the window (0 < CompactAt <= 1) past which
 	// the next request is compacted first; zero means DefaultCompactAt.
 	CompactAt float64
+	// Model is the provider's configured model, which a turn without a
+	// Model of its own asks: its prices are looked up by this name.
+	Model string
+	// Price prices every model's tokens (--price) when the endpoint sends
+	// no cost; nil means the built-in prices of known models (KnownPrice),
+	// else no cost.
+	Price *Price
+	// NoBuiltinPrices: known models' prices are not used (a scripted run,
+	// which no endpoint bills).
+	NoBuiltinPrices bool
+	// Now is the clock prices with peak hours are read at; nil means
+	// time.Now.
+	Now func() time.Time
 	// Tasks answers /tasks and /kill; nil means the agent has none.
 	Tasks  Tasks
 	Logger *zap.Logger
@@ -152,6 +175,11 @@ type Turn struct {
 	// Prompt is the user's message text. One that starts with a slash
 	// command (Commands) is answered by the agent itself.
 	Prompt string
+	// Images are the prompt's images.
+	Images []Image
+	// ReadsImages: the model is sent the images of the conversation; when
+	// false each image is replaced by ImageNote.
+	ReadsImages bool
 	// Usage is the session's last known context usage; zero means none.
 	Usage ContextUsage
 	// Notices drains the completion notices queued for the session since the
@@ -162,6 +190,9 @@ type Turn struct {
 	// Model is the model to ask (a session's config option); empty means
 	// the provider's configured model.
 	Model string
+	// Thinking is the thought level sent with every request (a session's
+	// config option); empty sends none.
+	Thinking string
 	// Record, if set, is given each message as it is added to the turn's
 	// outcome (the prompt first), on the turn's goroutine: the session's
 	// store writes them as they happen.
@@ -185,6 +216,11 @@ type Outcome struct {
 	// Usage is the context usage after the turn's last model response or
 	// compaction; zero Size when there was none.
 	Usage ContextUsage
+	// Spent is the tokens of the turn's model requests together, as the
+	// endpoint counted them (requests it sent no usage for are left out),
+	// and Cost what they cost (empty Currency: unknown).
+	Spent Usage
+	Cost  Cost
 }
 
 // Run runs one turn. A provider failure is returned as an error (wrapping
@@ -229,7 +265,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	system := Message{Role: RoleSystem, Content: SystemPrompt(t.Caller.Cwd, l.OS)}
 
 	record := t.recorder()
-	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt}}}
+	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt, Images: t.Images}}}
 	record(out.Messages[0])
 	// The prompt in hand is never summarized: one that does not fit the
 	// window by itself cannot be sent at all.
@@ -257,6 +293,8 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 	// used is the size of the last request with its answer, which covered
 	// conv[:covered]; 0 when unknown.
 	used, covered := t.Usage.Used, len(t.History)
+	// cost is the session's cumulative cost, carried from turn to turn.
+	cost := t.Usage.Cost
 	// uselessCompaction: one this turn left the conversation above the
 	// threshold; another would not help either.
 	uselessCompaction := false
@@ -289,10 +327,11 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		// The session's own tools may change between requests.
 		specs := l.specs(t.Extra)
 		build := func() Request {
-			req := Request{Model: t.Model, Tools: specs}
+			req := Request{Model: t.Model, Tools: specs, Thinking: t.Thinking}
 			req.Messages = make([]Message, 0, 1+len(conv))
 			req.Messages = append(req.Messages, system)
 			req.Messages = append(req.Messages, conv...)
+			req.Messages = imagesFor(t.ReadsImages, req.Messages)
 			return req
 		}
 		if !uselessCompaction {
@@ -329,12 +368,18 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 			if !errors.Is(err, ErrProvider) {
 				err = fmt.Errorf("%w: model request %d: %w", ErrProvider, n+1, err)
 			}
+			out.dropRefusedImages(err)
 			return out.done(conv), err
 		}
 		msg := resp.Message
 		msg.Role = RoleAssistant
 		add(msg)
 		out.Usage = l.usage(req, resp, log)
+		spent := l.addCost(Cost{}, cmp.Or(req.Model, l.Model), resp.Usage)
+		cost = addCosts(cost, spent)
+		out.Cost = addCosts(out.Cost, spent)
+		out.Usage.Cost = cost
+		out.Spent = addUsage(out.Spent, resp.Usage)
 		used, covered = out.Usage.Used, len(conv)
 		emit(Event{Kind: EventUsage, Usage: out.Usage})
 		if len(msg.ToolCalls) == 0 {
@@ -385,6 +430,49 @@ func (l *Loop) promptFits(system, prompt Message, extra ToolSource) error {
 	}
 	return fmt.Errorf("%w: this prompt alone is about %d tokens with the system prompt and tools, more than the model's context window of %d tokens, and a prompt is never summarized; it was not sent: shorten it or attach less",
 		ErrContextExceeded, need, l.window())
+}
+
+// imagesFor is msgs as a model that reads images (or not) is sent them.
+func imagesFor(reads bool, msgs []Message) []Message {
+	if reads {
+		return msgs
+	}
+	return withoutImages(msgs)
+}
+
+// dropRefusedImages keeps images the endpoint refused out of the prompt
+// in hand (the first message): every later request would be refused for
+// them too.
+func (o *Outcome) dropRefusedImages(err error) {
+	if errors.Is(err, ErrImageRefused) && len(o.Messages) > 0 && len(o.Messages[0].Images) > 0 {
+		o.Messages[0] = withoutImages([]Message{o.Messages[0]})[0]
+	}
+}
+
+// withoutImages replaces every image of msgs by ImageNote, copying only
+// the messages it changes.
+func withoutImages(msgs []Message) []Message {
+	for i, m := range msgs {
+		if len(m.Images) == 0 {
+			continue
+		}
+		if m.Role == RoleTool {
+			// A tool's text already notes each image it returned.
+			m.Images = nil
+			msgs[i] = m
+			continue
+		}
+		notes := make([]string, 0, len(m.Images)+1)
+		if m.Content != "" {
+			notes = append(notes, m.Content)
+		}
+		for range m.Images {
+			notes = append(notes, ImageNote)
+		}
+		m.Content, m.Images = strings.Join(notes, "\n"), nil
+		msgs[i] = m
+	}
+	return msgs
 }
 
 // done sets History to the final conversation when a compaction replaced
@@ -450,6 +538,55 @@ func (l *Loop) usage(req Request, resp Response, log *zap.Logger) ContextUsage {
 	return cu
 }
 
+// addCost adds what one request cost to the session's total: the
+// endpoint's own figure, else the configured or built-in price of model.
+// A total in no currency yet takes the first known cost's.
+func (l *Loop) addCost(total Cost, model string, u Usage) Cost {
+	price := l.Price
+	if price == nil && u.Cost == nil && !l.NoBuiltinPrices {
+		if p, ok := KnownPrice(model); ok {
+			price = &p
+		}
+	}
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	c, ok := costOf(u, price, now())
+	if !ok {
+		return total
+	}
+	return addCosts(total, c)
+}
+
+// addCosts is a + b; a cost in another currency than the total's is left
+// out (all our costs are USD today).
+func addCosts(a, b Cost) Cost {
+	switch {
+	case b.Currency == "":
+		return a
+	case a.Currency == "":
+		return b
+	case a.Currency != b.Currency:
+		return a
+	}
+	return Cost{Amount: a.Amount + b.Amount, Currency: a.Currency}
+}
+
+// addUsage is a + b, counting only what endpoints reported.
+func addUsage(a, b Usage) Usage {
+	if !b.Reported {
+		return a
+	}
+	return Usage{
+		PromptTokens:     a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens,
+		TotalTokens:      a.TotalTokens + b.TotalTokens,
+		CachedTokens:     a.CachedTokens + b.CachedTokens,
+		Reported:         true,
+	}
+}
+
 // estimatedUsage is the estimated size of the next request over conv.
 func (l *Loop) estimatedUsage(caller tools.Caller, extra ToolSource, conv []Message) ContextUsage {
 	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: SystemPrompt(caller.Cwd, l.OS)}}, conv...)}
@@ -486,12 +623,17 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 	msgs := make([]Message, 0, len(calls))
 	answer := func(info CallInfo, res tools.Result) {
 		emit(Event{Kind: EventToolResult, Call: info, Result: res})
-		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text})
+		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text, Images: toolImages(info, res)})
 		record(msgs[len(msgs)-1])
 	}
+
 	cancelled := false
 	for i, info := range infos {
 		p := prepared[i]
+		if i >= MaxCallsPerAnswer {
+			answer(info, p.Skipped(tooManyCallsText))
+			continue
+		}
 		if cancelled || ctx.Err() != nil {
 			cancelled = true
 			answer(info, p.Skipped(abortedText))
@@ -537,6 +679,16 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 		}
 	}
 	return msgs, cancelled
+}
+
+// toolImages are the images a call returned, named after it; nil when
+// none.
+func toolImages(info CallInfo, res tools.Result) []Image {
+	var out []Image
+	for i, img := range res.Images {
+		out = append(out, Image{MimeType: img.MimeType, Data: img.Data, Name: fmt.Sprintf("%s result image %d", info.Name, i+1)})
+	}
+	return out
 }
 
 func specOf(tl tools.Tool) ToolSpec {

@@ -86,6 +86,7 @@ func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit fu
 		default:
 			out.History = next
 			out.Usage = l.estimatedUsage(t.Caller, t.Extra, next)
+			out.Usage.Cost = t.Usage.Cost
 			emit(Event{Kind: EventUsage, Usage: out.Usage})
 		}
 	case CommandTasks:

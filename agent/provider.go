@@ -25,11 +25,39 @@ type Message struct {
 	// reasoning_content) on an assistant message. Providers decide whether to
 	// send it back, following their API's rules.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ReasoningField is the field the endpoint sent the reasoning in
+	// ("reasoning_content" or "reasoning"; empty when it sent none): an
+	// endpoint that is not DeepSeek's gets back only a field it sent.
+	ReasoningField string `json:"reasoning_field,omitempty"`
 	// ToolCalls are the calls an assistant message made.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID links a tool-role message to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Images are a user message's images, sent after its text to a model
+	// that reads images, or those a tool call returned (a tool message;
+	// providers whose API takes no images there send them in a user
+	// message after the call results).
+	Images []Image `json:"images,omitempty"`
 }
+
+// Image is an image of a user message.
+type Image struct {
+	// MimeType is the image's type ("image/png").
+	MimeType string `json:"mime_type"`
+	// Data is the image, base64 (standard encoding).
+	Data string `json:"data"`
+	// Name is what the user knows it by (its URI, or "image N").
+	Name string `json:"name,omitempty"`
+}
+
+// ImageNote is what a model that does not read images is told in place of
+// one.
+const ImageNote = "[image omitted: this model does not read images]"
+
+// ErrImageRefused marks a request the endpoint refused because of an image
+// it carried (too large, a type it does not read). Errors wrapping it also
+// wrap ErrProvider.
+var ErrImageRefused = errors.New("the endpoint refused an image")
 
 // ToolCall is one function call requested by the model.
 type ToolCall struct {
@@ -54,7 +82,21 @@ type Request struct {
 	Model    string     `json:"model,omitempty"`
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
+	// Thinking is the thought level asked for (ThinkingOff, ThinkingHigh,
+	// ThinkingMax); empty sends no thinking field at all, which is what an
+	// endpoint that did not ask for one gets.
+	Thinking string `json:"thinking,omitempty"`
 }
+
+// Thought levels (the thought_level config option's values).
+const (
+	ThinkingOff  = "off"
+	ThinkingHigh = "high"
+	ThinkingMax  = "max"
+)
+
+// ThinkingLevels are the thought levels in the order a picker shows them.
+var ThinkingLevels = []string{ThinkingOff, ThinkingHigh, ThinkingMax}
 
 // FinishReason says why the model stopped.
 type FinishReason string
@@ -95,6 +137,13 @@ type Usage struct {
 	// TotalTokens is what the endpoint reports as the total (normally
 	// prompt + completion).
 	TotalTokens int
+	// CachedTokens is the part of PromptTokens the endpoint served from its
+	// prompt cache (DeepSeek's prompt_cache_hit_tokens, OpenAI's
+	// prompt_tokens_details.cached_tokens).
+	CachedTokens int
+	// Cost is what the endpoint says the request cost, in USD (OpenRouter's
+	// usage.cost); nil when it did not say.
+	Cost *float64
 	// Reported says the endpoint sent these counts.
 	Reported bool
 }
@@ -117,6 +166,12 @@ func (f ProviderFunc) Stream(ctx context.Context, req Request, emit func(Delta))
 // ErrProvider marks a model/API failure. Its message is written for a user
 // (what went wrong and what to do) and never contains the API key.
 var ErrProvider = errors.New("model request failed")
+
+// ErrAuthRequired marks a request that needs a key the user has not given
+// (or one the endpoint refused). Errors wrapping it also wrap ErrProvider;
+// the protocol layer answers ACP's auth_required, so the editor offers its
+// sign-in.
+var ErrAuthRequired = errors.New("authentication required")
 
 // ErrContextExceeded marks a request the endpoint refused because the
 // conversation no longer fits the model's context window. Errors wrapping it

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"strings"
 )
 
 // DefaultContextWindow is the context window assumed for a model the table
@@ -16,17 +15,12 @@ const DefaultCompactAt = 0.8
 // bytesPerToken is the estimate used when an endpoint reports no usage.
 const bytesPerToken = 4
 
-// knownWindows are the context windows of models we know, in tokens.
-var knownWindows = map[string]int{
-	"deepseek-chat":     128_000,
-	"deepseek-reasoner": 128_000,
-}
-
 // ContextWindow is the context window of model in tokens: the table of known
-// models, else DefaultContextWindow.
+// models (by the model's own id, also behind a gateway's vendor/ prefix),
+// else DefaultContextWindow.
 func ContextWindow(model string) int {
-	if n, ok := knownWindows[strings.ToLower(strings.TrimSpace(model))]; ok {
-		return n
+	if m, ok := knownModels[ModelID(model)]; ok {
+		return m.window
 	}
 	return DefaultContextWindow
 }
@@ -41,6 +35,9 @@ type ContextUsage struct {
 	// Estimated: the endpoint reported no usage, so Used is an estimate of
 	// bytesPerToken bytes a token.
 	Estimated bool
+	// Cost is the session's cumulative cost so far; an empty Currency
+	// means none is known.
+	Cost Cost
 }
 
 // estimateText is the tokens of s by the bytes-per-token estimate, rounded
@@ -54,6 +51,9 @@ func estimateText(n int) int {
 // back only in the current turn, if at all.
 func messageBytes(m Message) int {
 	n := len(m.Content) + len(m.Role) + len(m.ToolCallID) + 8
+	// An image costs what the model makes of it, not its bytes: about a
+	// thousand tokens is what vision models charge for a screenshot.
+	n += len(m.Images) * 1000 * bytesPerToken
 	for _, c := range m.ToolCalls {
 		n += len(c.ID) + len(c.Name) + len(c.Arguments) + 16
 	}

@@ -34,7 +34,7 @@ func (s *Session) Finish(out agent.Outcome) {
 // AddUsage records the context usage after a model response or a
 // compaction, so a loaded session shows it at once.
 func (s *Session) AddUsage(u agent.ContextUsage) {
-	s.persist(store.Usage{Used: int64(u.Used), Size: int64(u.Size), Estimated: u.Estimated})
+	s.persist(store.Usage{Used: int64(u.Used), Size: int64(u.Size), Estimated: u.Estimated, Cost: u.Cost.Amount, Currency: u.Cost.Currency})
 }
 
 // AddCompaction records a compaction as it happens, on the turn's

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,7 +97,7 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	stored.ReleaseEntries()
 	s := r.newSession(id, cwd)
 	s.stored = stored
-	s.history, s.seqs = history(entries, state)
+	s.history, s.seqs = history(entries, state, imageLoader(stored, s.log))
 	s.title = state.Title
 	// A stored mode this process does not offer (the sandbox is off now)
 	// falls back to asking, never to running unconfined unasked.
@@ -108,8 +109,10 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 		s.mode = ModeAsk
 	}
 	s.model = state.Config[ConfigModel]
+	s.thinking = state.Config[ConfigThinking]
 	if u := state.Usage; u != nil {
-		s.usage = agent.ContextUsage{Used: int(u.Used), Size: int(u.Size), Estimated: u.Estimated}
+		s.usage = agent.ContextUsage{Used: int(u.Used), Size: int(u.Size), Estimated: u.Estimated,
+			Cost: agent.Cost{Amount: u.Cost, Currency: u.Currency}}
 	}
 	for _, k := range state.AlwaysAllow {
 		s.allowed[k] = true
@@ -188,14 +191,35 @@ const abortedText = "Error: command aborted"
 // History rebuilds the model's conversation from stored entries: the same
 // messages, with the same tool call ids, that the live session had.
 func History(entries []store.Entry, state store.State) []agent.Message {
-	msgs, _ := history(entries, state)
+	msgs, _ := history(entries, state, nil)
 	return msgs
+}
+
+// imageLoader reads a prompt's images back from beside the session's log.
+// An image that cannot be read is left out and logged: the conversation
+// still loads.
+func imageLoader(stored *store.Session, log *zap.Logger) func([]store.Image) []agent.Image {
+	return func(refs []store.Image) []agent.Image {
+		var out []agent.Image
+		for _, r := range refs {
+			data, err := stored.ReadImage(r.Ref)
+			if err != nil {
+				log.Warn("stored image not readable; the model will not see it", zap.String("image", r.Name), zap.Error(err))
+				continue
+			}
+			out = append(out, agent.Image{MimeType: r.MimeType, Data: base64.StdEncoding.EncodeToString(data), Name: r.Name})
+		}
+		return out
+	}
 }
 
 // history is History with, for each message, the Seq of the entry it was
 // rebuilt from (the first of a group of notices; 0 for the summary and for
 // the answers of calls that never got one).
-func history(entries []store.Entry, state store.State) ([]agent.Message, []int64) {
+//
+// images, when set, reads a prompt's stored images back; nil leaves them
+// out.
+func history(entries []store.Entry, state store.State, images func([]store.Image) []agent.Image) ([]agent.Message, []int64) {
 	var msgs []agent.Message
 	var seqs []int64
 	add := func(seq int64, m agent.Message) {
@@ -233,7 +257,11 @@ func history(entries []store.Entry, state store.State) ([]agent.Message, []int64
 		case store.Prompt:
 			closeCalls()
 			endNotices()
-			add(e.Seq, agent.Message{Role: agent.RoleUser, Content: v.Text})
+			m := agent.Message{Role: agent.RoleUser, Content: v.Text}
+			if images != nil && len(v.Images) > 0 {
+				m.Images = images(v.Images)
+			}
+			add(e.Seq, m)
 		case store.Notice:
 			if v.State == store.NoticeDelivered {
 				closeCalls()
@@ -245,7 +273,7 @@ func history(entries []store.Entry, state store.State) ([]agent.Message, []int64
 		case store.Assistant:
 			closeCalls()
 			endNotices()
-			m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning}
+			m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning, ReasoningField: v.ReasoningField}
 			for _, c := range v.ToolCalls {
 				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 				open = append(open, c.ID)

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,9 @@ type notice struct {
 
 // ConfigModel is the config option id of the session's model.
 const ConfigModel = "model"
+
+// ConfigThinking is the config option id of the session's thought level.
+const ConfigThinking = "thought_level"
 
 // TitleMax bounds a session's title, in characters.
 const TitleMax = 80
@@ -114,8 +118,10 @@ func (s *Session) queueNotice(text string) {
 // AddPrompt records a prompt as it arrives: the text the model is given and
 // the blocks the editor sent (opaque JSON, for replay). The first prompt
 // names the session; AddPrompt returns the title when it set it.
-func (s *Session) AddPrompt(text string, blocks json.RawMessage) (title string, set bool) {
-	s.noteSeq(s.persist(store.Prompt{Text: text, Blocks: blocks}))
+//
+// The prompt's images are stored beside the log, and the entry names them.
+func (s *Session) AddPrompt(text string, blocks json.RawMessage, images []agent.Image) (title string, set bool) {
+	s.noteSeq(s.persist(store.Prompt{Text: text, Blocks: blocks, Images: s.putImages(images)}))
 	s.mu.Lock()
 	if s.title == "" {
 		s.title = MakeTitle(text)
@@ -126,6 +132,42 @@ func (s *Session) AddPrompt(text string, blocks json.RawMessage) (title string, 
 		s.persist(store.Title{Title: title})
 	}
 	return title, set
+}
+
+// putImages stores images beside the session's log and returns their
+// refs; an image that cannot be stored is logged and left out (the turn
+// goes on with it in memory).
+func (s *Session) putImages(images []agent.Image) []store.Image {
+	s.mu.Lock()
+	st := s.stored
+	s.mu.Unlock()
+	if st == nil || len(images) == 0 {
+		return nil
+	}
+	refs := make([]store.Image, 0, len(images))
+	for _, img := range images {
+		data, err := base64.StdEncoding.DecodeString(img.Data)
+		if err == nil {
+			var ref string
+			if ref, err = st.PutImage(data); err == nil {
+				refs = append(refs, store.Image{Ref: ref, MimeType: img.MimeType, Name: img.Name})
+				continue
+			}
+		}
+		s.log.Warn("image not stored; a load will not show it to the model", zap.String("image", img.Name), zap.Error(err))
+	}
+	return refs
+}
+
+// Image returns the stored bytes of a prompt's image, for a replay.
+func (s *Session) Image(ref string) ([]byte, error) {
+	s.mu.Lock()
+	st := s.stored
+	s.mu.Unlock()
+	if st == nil {
+		return nil, store.ErrClosed
+	}
+	return st.ReadImage(ref)
 }
 
 // ToolView is what the editor was shown of a finished tool call, kept for
@@ -147,7 +189,7 @@ type ToolView struct {
 func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 	switch m.Role {
 	case agent.RoleAssistant:
-		a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent}
+		a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent, ReasoningField: m.ReasoningField}
 		for _, c := range m.ToolCalls {
 			a.ToolCalls = append(a.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -218,6 +260,27 @@ func (s *Session) SetModel(model string) {
 	s.mu.Unlock()
 	if changed {
 		s.persist(store.Config{OptionID: ConfigModel, Value: model})
+		s.Sync()
+	}
+}
+
+// Thinking returns the session's thought level option; empty means the
+// configured default.
+func (s *Session) Thinking() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.thinking
+}
+
+// SetThinking sets the thought level used from the next model request,
+// persisted at once. The caller checks the value.
+func (s *Session) SetThinking(level string) {
+	s.mu.Lock()
+	changed := s.thinking != level
+	s.thinking = level
+	s.mu.Unlock()
+	if changed {
+		s.persist(store.Config{OptionID: ConfigThinking, Value: level})
 		s.Sync()
 	}
 }

@@ -45,7 +45,7 @@ func TestHistoryFromStore(t *testing.T) {
 		{Role: agent.RoleAssistant, ReasoningContent: "think", ToolCalls: []agent.ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}, {ID: "c2", Name: "bash", Arguments: `{`}}},
 		{Role: agent.RoleTool, ToolCallID: "c1", Content: "a\nb"},
 	}
-	s.AddPrompt(msgs[0].Content, nil)
+	s.AddPrompt(msgs[0].Content, nil, nil)
 	s.AddMessage(msgs[1], nil, false)
 	s.AddMessage(msgs[2], &sessions.ToolView{Title: "ls", Kind: "execute", Status: "completed"}, false)
 	reg.Notify(s.ID, "n1")
@@ -112,7 +112,7 @@ func TestHistoryKeepsThePromptAfterACompaction(t *testing.T) {
 	}
 	for _, m := range conv {
 		if m.Role == agent.RoleUser {
-			s.AddPrompt(m.Content, nil)
+			s.AddPrompt(m.Content, nil, nil)
 		} else {
 			s.AddMessage(m, nil, false)
 		}

@@ -292,12 +292,14 @@ type Session struct {
 	// latest is the newest ticket a turn began with.
 	latest Ticket
 	// persisted state (see persist.go)
-	stored  *store.Session
-	log     *zap.Logger
-	title   string
-	model   string
-	gone    map[string]bool
-	updated time.Time
+	stored *store.Session
+	log    *zap.Logger
+	title  string
+	model  string
+	// thinking is the thought level option; empty: the default.
+	thinking string
+	gone     map[string]bool
+	updated  time.Time
 	// saveErr is why the last Sync failed; nil when it succeeded.
 	saveErr error
 	// toldUnsaved: the editor was told the session is not being saved, and

@@ -187,6 +187,17 @@ type Result struct {
 	// cannot show by itself (a timeout, where the full output went), in
 	// Text's order, each exactly as Text has it. Empty when there are none.
 	Notes []string
+	// Images are images the call returned (an MCP tool's image content),
+	// which Text notes; a model that reads images is sent them too.
+	Images []Image
+}
+
+// Image is an image a tool returned.
+type Image struct {
+	// MimeType is the image's type ("image/png").
+	MimeType string
+	// Data is the image, base64 (standard encoding).
+	Data string
 }
 
 // Exit is how a process ended.

@@ -491,10 +491,17 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 				start = len(prev)
 				notes = append(notes, fmt.Sprintf("messages 1-%d as in request %d", start, i))
 			}
+			// Sorted: a request carries more than one other field (model,
+			// thinking), and a map's order is not the golden's.
+			keys := make([]string, 0, len(req))
 			for k := range req {
 				if k != "messages" && k != "tools" {
-					notes = append(notes, k+": "+encode(req[k]))
+					keys = append(keys, k)
 				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				notes = append(notes, k+": "+encode(req[k]))
 			}
 			fmt.Fprintf(&b, "-- request %d (%s)\n", i+1, strings.Join(notes, "; "))
 			for _, msg := range msgs[start:] {

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,6 +184,7 @@ func (p *Provider) describe(err error, retries int) error {
 		eventErr  *eventError
 		stallErr  *stallError
 		decodeErr *decodeError
+		largeErr  *tooLargeError
 		msg       string
 		kinds     = []error{agent.ErrProvider}
 	)
@@ -195,6 +197,9 @@ func (p *Provider) describe(err error, retries int) error {
 		msg = p.describeStatus(statusErr, after)
 		if statusErr.contextExceeded() {
 			kinds = append(kinds, agent.ErrContextExceeded)
+		}
+		if statusErr.status == http.StatusUnauthorized {
+			kinds = append(kinds, agent.ErrAuthRequired)
 		}
 	case errors.As(err, &stallErr):
 		what := fmt.Sprintf("sent no answer for %v", stallErr.idle)
@@ -211,6 +216,9 @@ func (p *Provider) describe(err error, retries int) error {
 	case errors.As(err, &urlErr):
 		msg = fmt.Sprintf("cannot reach the model endpoint %s%s: %v; check --base-url (DSH_BASE_URL) and the network",
 			p.endpoint, after, urlErr.Err)
+	case errors.As(err, &largeErr):
+		msg = fmt.Sprintf("the model endpoint %s sent an answer larger than %d MiB (text, reasoning and tool arguments together); it was stopped there and dropped: try again, or ask for less at once",
+			p.endpoint, largeErr.limit>>20)
 	case errors.As(err, &decodeErr):
 		msg = fmt.Sprintf("the model endpoint %s sent a response we could not read: %v", p.endpoint, decodeErr.cause)
 	default:
@@ -226,10 +234,10 @@ func (p *Provider) describeStatus(e *statusError, after string) string {
 	case http.StatusUnauthorized:
 		// The server's message is left out on purpose: some servers echo the
 		// (masked or whole) key back.
-		if p.apiKey == "" {
-			return fmt.Sprintf("no API key: the model endpoint %s requires one (401); set DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
+		if p.key() == "" {
+			return fmt.Sprintf("no API key: the model endpoint %s requires one (401); sign in (dsh-acp login), or set DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
 		}
-		return fmt.Sprintf("the model endpoint %s rejected the API key (401); check DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
+		return fmt.Sprintf("the model endpoint %s rejected the API key (401); sign in again (dsh-acp login), or check DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
 	case http.StatusPaymentRequired:
 		return fmt.Sprintf("the model endpoint %s refused the request (402, usually an empty balance)%s", p.endpoint, server)
 	case http.StatusTooManyRequests:
@@ -259,10 +267,11 @@ func serverMessage(m string) string {
 
 // redact removes the API key from text that may have come from a server.
 func (p *Provider) redact(s string) string {
-	if p.apiKey == "" {
+	key := p.key()
+	if key == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, p.apiKey, "[API key]")
+	return strings.ReplaceAll(s, key, "[API key]")
 }
 
 func plural(n int, one, many string) string {
@@ -281,11 +290,80 @@ type providerError struct {
 	cause error
 }
 
-func (e *providerError) Error() string   { return e.msg }
-func (e *providerError) Unwrap() []error { return append(e.kinds[:len(e.kinds):len(e.kinds)], e.cause) }
+func (e *providerError) Error() string { return e.msg }
+func (e *providerError) Unwrap() []error {
+	if e.cause == nil {
+		return e.kinds
+	}
+	return append(e.kinds[:len(e.kinds):len(e.kinds)], e.cause)
+}
 
 // redactErr is err with the API key taken out of its text, still wrapping
 // err and agent.ErrProvider.
 func (p *Provider) redactErr(err error) error {
 	return &providerError{msg: p.redact(err.Error()), kinds: []error{agent.ErrProvider}, cause: err}
+}
+
+// ErrModelNotServed marks a request the endpoint refused because it does
+// not serve the model (errors wrapping it also wrap agent.ErrProvider).
+var ErrModelNotServed = errors.New("the endpoint does not serve the model")
+
+// modelNotServed reports whether the endpoint refused the request because
+// of the model: DeepSeek answers 400 "Model Not Exist"; OpenAI-style
+// endpoints 404 with code "model_not_found"; Ollama 404 `model "x" not
+// found, try pulling it first`.
+func (e *statusError) modelNotServed() bool {
+	m := strings.ToLower(e.message)
+	switch {
+	case e.code == "model_not_found":
+		return true
+	case e.status == http.StatusBadRequest:
+		return strings.Contains(m, "model not exist")
+	case e.status == http.StatusNotFound:
+		return strings.Contains(m, "model") && (strings.Contains(m, "not found") || strings.Contains(m, "not exist"))
+	}
+	return false
+}
+
+// modelMissing is the error for a request refused because of its model,
+// naming the model, the endpoint and what the endpoint serves (GET
+// /models); nil when err is something else.
+func (p *Provider) modelMissing(ctx context.Context, model string, err error) error {
+	var se *statusError
+	if !errors.As(err, &se) || !se.modelNotServed() {
+		return nil
+	}
+	msg := fmt.Sprintf("model %q is not served by %s", model, p.endpoint)
+	if ids, lerr := p.Models(ctx); lerr == nil && len(ids) > 0 {
+		msg += fmt.Sprintf(" (it serves: %s)", strings.Join(ids, ", "))
+	}
+	if since, ok := agent.Retired(model); ok {
+		msg += fmt.Sprintf("; DeepSeek retired %q on %s: use %s (--model %s)", agent.ModelID(model), since, agent.ModelDeepSeekFlash, agent.ModelDeepSeekFlash)
+	} else {
+		msg += "; choose another model (--model, or the editor's model menu)"
+	}
+	return &providerError{msg: p.redact(msg), kinds: []error{agent.ErrProvider, ErrModelNotServed}, cause: err}
+}
+
+// imageRefused is the error for a request with images that the endpoint
+// refused because of one (too large, a type it does not read), naming the
+// images; nil when err is something else or the request had none.
+func (p *Provider) imageRefused(err error, names []string) error {
+	var se *statusError
+	if len(names) == 0 || !errors.As(err, &se) {
+		return nil
+	}
+	switch {
+	case se.status == http.StatusRequestEntityTooLarge, se.status == http.StatusUnsupportedMediaType:
+	case se.status >= 400 && se.status < 500 && strings.Contains(strings.ToLower(se.message), "image"):
+	default:
+		return nil
+	}
+	msg := fmt.Sprintf("the model endpoint %s refused the image %s (%d %s%s); send a smaller PNG or JPEG, or leave it out",
+		p.endpoint, strings.Join(names, ", "), se.status, http.StatusText(se.status), serverMessage(se.message))
+	if len(names) > 1 {
+		msg = fmt.Sprintf("the model endpoint %s refused one of the images %s (%d %s%s); send smaller PNGs or JPEGs, or leave them out",
+			p.endpoint, strings.Join(names, ", "), se.status, http.StatusText(se.status), serverMessage(se.message))
+	}
+	return &providerError{msg: p.redact(msg), kinds: []error{agent.ErrProvider, agent.ErrImageRefused}, cause: err}
 }

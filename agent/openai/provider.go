@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -29,8 +30,8 @@ const (
 	// DefaultBaseURL is DeepSeek's API; see Options.BaseURL for the rule
 	// that turns it into the request URL.
 	DefaultBaseURL = "https://api.deepseek.com"
-	// DefaultModel is DeepSeek's general chat model.
-	DefaultModel = "deepseek-chat"
+	// DefaultModel is DeepSeek's current general model (agent/models.go).
+	DefaultModel = agent.ModelDeepSeekFlash
 	// DefaultMaxRetries is how often a failed request is retried when
 	// Options.MaxRetries is zero.
 	DefaultMaxRetries = 3
@@ -38,6 +39,9 @@ const (
 	// its answer starts or between two chunks) when Options.IdleTimeout is
 	// zero.
 	DefaultIdleTimeout = 60 * time.Second
+	// DefaultFinishGrace is how long the usage chunk that may follow a
+	// finish_reason is waited for when Options.FinishGrace is zero.
+	DefaultFinishGrace = 2 * time.Second
 )
 
 // maxRetryAfter bounds how long a server may ask us to wait: past it we stop
@@ -85,28 +89,40 @@ type Options struct {
 	// server sent no Retry-After. Nil means 0.5s·2ⁿ capped at 8s. Tests pass
 	// a func returning 0.
 	RetryBackoff func(n int) time.Duration
+	// FinishGrace is how long, after a finish_reason, a usage chunk is
+	// waited for before the answer is returned without one. Zero means
+	// DefaultFinishGrace.
+	FinishGrace time.Duration
 	// Logger receives retry and failure diagnostics (never the API key).
 	// Nil means no logging.
 	Logger *zap.Logger
 }
 
-// ErrNoAPIKey is returned (wrapped, and wrapping agent.ErrProvider) by Stream
-// and Check when the endpoint needs a key and none was configured.
-var ErrNoAPIKey = fmt.Errorf("%w: no API key: set DSH_API_KEY or DEEPSEEK_API_KEY", agent.ErrProvider)
+// ErrNoAPIKey is returned (wrapped, and wrapping agent.ErrProvider and
+// agent.ErrAuthRequired) by Stream and Check when the endpoint needs a key
+// and none was configured.
+var ErrNoAPIKey error = &providerError{
+	msg:   agent.ErrProvider.Error() + ": no API key: sign in (run dsh-acp login, or your editor's sign-in), or set DSH_API_KEY or DEEPSEEK_API_KEY",
+	kinds: []error{agent.ErrProvider, agent.ErrAuthRequired},
+}
 
 // Provider implements agent.Provider. It is safe for concurrent use: every
 // Stream call is independent.
 type Provider struct {
 	// endpoint is the normalised base URL, used in every error message.
-	endpoint    string
-	model       string
+	endpoint string
+	model    string
+	// loopback: the endpoint is on this machine and needs no key.
+	loopback bool
+	// keyMu guards apiKey, which a sign-in may set while requests run.
+	keyMu       sync.RWMutex
 	apiKey      string
-	needsKey    bool
 	maxRetries  int
 	backoff     func(int) time.Duration
 	log         *zap.Logger
 	http        *http.Client
 	idleTimeout time.Duration
+	finishGrace time.Duration
 }
 
 var _ agent.Provider = (*Provider)(nil)
@@ -122,12 +138,16 @@ func New(opts Options) (*Provider, error) {
 		endpoint:    strings.TrimSuffix(base.String(), "/"),
 		model:       opts.Model,
 		apiKey:      opts.APIKey,
-		needsKey:    opts.APIKey == "" && !isLoopback(base.Hostname()),
+		loopback:    isLoopback(base.Hostname()),
 		maxRetries:  opts.MaxRetries,
 		backoff:     opts.RetryBackoff,
 		log:         opts.Logger,
 		http:        opts.HTTPClient,
 		idleTimeout: opts.IdleTimeout,
+		finishGrace: opts.FinishGrace,
+	}
+	if p.finishGrace <= 0 {
+		p.finishGrace = DefaultFinishGrace
 	}
 	if p.model == "" {
 		p.model = DefaultModel
@@ -161,10 +181,25 @@ func New(opts Options) (*Provider, error) {
 // Check reports a configuration problem that would make every Stream fail
 // (today: a missing API key), so a caller can warn at startup.
 func (p *Provider) Check() error {
-	if p.needsKey {
+	if p.key() == "" && !p.loopback {
 		return fmt.Errorf("%w (the model endpoint %s needs one)", ErrNoAPIKey, p.endpoint)
 	}
 	return nil
+}
+
+// key is the API key requests carry now.
+func (p *Provider) key() string {
+	p.keyMu.RLock()
+	defer p.keyMu.RUnlock()
+	return p.apiKey
+}
+
+// SetAPIKey replaces the API key from the next request on (a sign-in
+// after start-up).
+func (p *Provider) SetAPIKey(key string) {
+	p.keyMu.Lock()
+	p.apiKey = key
+	p.keyMu.Unlock()
 }
 
 // Endpoint is the normalised base URL requests go to.
@@ -178,13 +213,17 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 	if err := p.Check(); err != nil {
 		return agent.Response{}, err
 	}
-	params, err := p.buildRequest(req)
+	params, extras, err := p.build(req)
 	if err != nil {
 		return agent.Response{}, fmt.Errorf("build model request: %w", err)
 	}
+	body, err := encodeRequest(params, extras, req.Thinking)
+	if err != nil {
+		return agent.Response{}, fmt.Errorf("encode model request: %w", err)
+	}
 	p.log.Debug("model request", zap.Int("messages", len(req.Messages)), zap.Int("tools", len(req.Tools)))
 	for retry := 0; ; retry++ {
-		resp, delivered, err := p.attempt(ctx, params, emit)
+		resp, delivered, err := p.attempt(ctx, params, body, emit)
 		if err == nil {
 			p.log.Debug("model answer", zap.String("finish", string(resp.FinishReason)),
 				zap.Int("text_bytes", len(resp.Message.Content)), zap.Int("tool_calls", len(resp.Message.ToolCalls)),
@@ -197,6 +236,12 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 		}
 		if delivered || !retryable(err) || retry >= p.maxRetries {
 			p.log.Warn("model request failed", zap.Int("retries", retry), zap.String("error", p.redact(err.Error())))
+			if missing := p.modelMissing(ctx, params.Model, err); missing != nil {
+				return agent.Response{}, missing
+			}
+			if refused := p.imageRefused(err, imageNames(req)); refused != nil {
+				return agent.Response{}, refused
+			}
 			return agent.Response{}, p.describe(err, retry)
 		}
 		delay, ok := p.retryDelay(err, retry)
@@ -215,27 +260,47 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 // attempt runs one HTTP request. delivered reports whether any delta was
 // emitted (or any tool call started), after which a retry would duplicate
 // output the user already saw.
-func (p *Provider) attempt(ctx context.Context, params goopenai.ChatCompletionRequest, emit func(agent.Delta)) (agent.Response, bool, error) {
-	d := &watchedDoer{client: p.http, idle: p.idleTimeout}
+func (p *Provider) attempt(ctx context.Context, params goopenai.ChatCompletionRequest, body []byte, emit func(agent.Delta)) (agent.Response, bool, error) {
+	d := &watchedDoer{client: p.http, idle: p.idleTimeout, body: body}
 	stream, err := p.client(d).CreateChatCompletionStream(ctx, params)
 	if err != nil {
 		return agent.Response{}, false, d.requestError(err)
 	}
 	defer stream.Close()
-	var acc accumulator
+	var (
+		acc   accumulator
+		grace *time.Timer
+	)
 	for {
 		raw, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
+			if acc.finished {
+				// The answer was complete; what broke is the wait for
+				// its usage (or for [DONE]).
+				break
+			}
 			return agent.Response{}, acc.delivered(), streamError(ctx, err)
 		}
 		if err := acc.add(raw, emit); err != nil {
 			return agent.Response{}, acc.delivered(), err
 		}
+		if acc.finished && acc.usage.Reported {
+			// Usage rides on the last chunk: nothing more is needed, and
+			// an endpoint that keeps the connection open must not turn a
+			// finished answer into a stall.
+			break
+		}
+		if acc.finished && grace == nil {
+			// A finish_reason ends the answer; usage may follow in one
+			// more chunk, which is waited for briefly, never for [DONE].
+			grace = time.AfterFunc(p.finishGrace, func() { stream.Close() })
+			defer grace.Stop()
+		}
 	}
-	if !acc.finished {
+	if !acc.finished && !acc.callsComplete() {
 		return agent.Response{}, acc.delivered(), &endedEarlyError{}
 	}
 	return acc.response(), true, nil
@@ -246,7 +311,7 @@ func (p *Provider) attempt(ctx context.Context, params goopenai.ChatCompletionRe
 func (p *Provider) client(d goopenai.HTTPDoer) *goopenai.Client {
 	// DefaultConfig rather than anything reading OPENAI_* variables: this
 	// program's configuration is its own flags and DSH_* variables.
-	cfg := goopenai.DefaultConfig(p.apiKey)
+	cfg := goopenai.DefaultConfig(p.key())
 	cfg.BaseURL = p.endpoint
 	cfg.HTTPClient = d
 	// Lines that are not data (blank lines, DeepSeek's ": keep-alive"
@@ -261,9 +326,10 @@ func streamError(ctx context.Context, err error) error {
 	var (
 		apiErr   *goopenai.APIError
 		stallErr *stallError
+		largeErr *tooLargeError
 	)
 	switch {
-	case errors.As(err, &stallErr), ctx.Err() != nil:
+	case errors.As(err, &stallErr), errors.As(err, &largeErr), ctx.Err() != nil:
 		return err
 	case errors.As(err, &apiErr):
 		// go-openai turns a `data: {"error":…}` event into an APIError.

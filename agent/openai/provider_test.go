@@ -194,7 +194,7 @@ func TestStreamAccumulates(t *testing.T) {
 			wantDeltas: []agent.Delta{{Reasoning: "need ls"}},
 			want: agent.Response{
 				Message: agent.Message{
-					Role: agent.RoleAssistant, ReasoningContent: "need ls",
+					Role: agent.RoleAssistant, ReasoningContent: "need ls", ReasoningField: "reasoning_content",
 					ToolCalls: []agent.ToolCall{{ID: "call_a", Name: "bash", Arguments: `{"command":"ls -la"}`}},
 				},
 				FinishReason: agent.FinishToolCalls,
@@ -252,7 +252,7 @@ func TestStreamAccumulates(t *testing.T) {
 			events:     []string{reasoning("Let me "), reasoning("think."), text("42"), finish("stop"), done},
 			wantDeltas: []agent.Delta{{Reasoning: "Let me "}, {Reasoning: "think."}, {Text: "42"}},
 			want: agent.Response{
-				Message:      agent.Message{Role: agent.RoleAssistant, Content: "42", ReasoningContent: "Let me think."},
+				Message:      agent.Message{Role: agent.RoleAssistant, Content: "42", ReasoningContent: "Let me think.", ReasoningField: "reasoning_content"},
 				FinishReason: agent.FinishStop,
 			},
 		},
@@ -261,7 +261,7 @@ func TestStreamAccumulates(t *testing.T) {
 			events:     []string{chunk(`{"reasoning":"hmm"}`, ""), text("ok"), finish("stop"), done},
 			wantDeltas: []agent.Delta{{Reasoning: "hmm"}, {Text: "ok"}},
 			want: agent.Response{
-				Message:      agent.Message{Role: agent.RoleAssistant, Content: "ok", ReasoningContent: "hmm"},
+				Message:      agent.Message{Role: agent.RoleAssistant, Content: "ok", ReasoningContent: "hmm", ReasoningField: "reasoning"},
 				FinishReason: agent.FinishStop,
 			},
 		},
@@ -297,7 +297,7 @@ func TestStreamAccumulates(t *testing.T) {
 			want: agent.Response{
 				Message:      agent.Message{Role: agent.RoleAssistant, Content: "hi"},
 				FinishReason: agent.FinishStop,
-				Usage:        agent.Usage{PromptTokens: 1200, CompletionTokens: 34, TotalTokens: 1234, Reported: true},
+				Usage:        agent.Usage{PromptTokens: 1200, CompletionTokens: 34, TotalTokens: 1234, CachedTokens: 1024, Reported: true},
 			},
 		},
 		{

@@ -26,7 +26,54 @@ type chunk struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	// Usage is null on every chunk but the last when usage was asked for.
-	Usage *goopenai.Usage `json:"usage"`
+	Usage *usage `json:"usage"`
+}
+
+// usage is a chunk's usage object with what each endpoint adds to
+// OpenAI's: DeepSeek's cache counters, OpenRouter's cost.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// DeepSeek: hit + miss = prompt_tokens.
+	PromptCacheHitTokens  *int `json:"prompt_cache_hit_tokens"`
+	PromptCacheMissTokens *int `json:"prompt_cache_miss_tokens"`
+	// OpenAI, OpenRouter, vLLM.
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// OpenRouter: what the request cost, in USD.
+	Cost *float64 `json:"cost"`
+}
+
+func (u *usage) agentUsage() agent.Usage {
+	out := agent.Usage{
+		PromptTokens:     u.PromptTokens,
+		CompletionTokens: u.CompletionTokens,
+		TotalTokens:      u.TotalTokens,
+		Cost:             u.Cost,
+		Reported:         true,
+	}
+	switch {
+	case u.PromptCacheHitTokens != nil:
+		out.CachedTokens = *u.PromptCacheHitTokens
+	case u.PromptTokensDetails != nil:
+		out.CachedTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return out
+}
+
+// MaxAnswerBytes bounds one answer: its text, reasoning and tool arguments
+// together. An endpoint that sends more (a runaway model, a broken proxy)
+// fails the request rather than taking the agent's memory, the editor, the
+// store and every later request with it.
+const MaxAnswerBytes = 8 << 20
+
+// tooLargeError is an answer past MaxAnswerBytes.
+type tooLargeError struct{ limit int }
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the answer exceeds %d MiB", e.limit>>20)
 }
 
 // decodeError is a chunk that is not the JSON we expect.
@@ -46,6 +93,11 @@ type accumulator struct {
 	finish   string
 	finished bool
 	usage    agent.Usage
+	// field is the name the reasoning came in: reasoning_content or
+	// reasoning.
+	field string
+	// size is the bytes of text, reasoning and arguments so far.
+	size int
 }
 
 func (a *accumulator) add(raw []byte, emit func(agent.Delta)) error {
@@ -54,12 +106,7 @@ func (a *accumulator) add(raw []byte, emit func(agent.Delta)) error {
 		return &decodeError{cause: err}
 	}
 	if c.Usage != nil {
-		a.usage = agent.Usage{
-			PromptTokens:     c.Usage.PromptTokens,
-			CompletionTokens: c.Usage.CompletionTokens,
-			TotalTokens:      c.Usage.TotalTokens,
-			Reported:         true,
-		}
+		a.usage = c.Usage.agentUsage()
 	}
 	for _, choice := range c.Choices {
 		// We never ask for n > 1; anything beyond the first choice is not ours.
@@ -67,11 +114,21 @@ func (a *accumulator) add(raw []byte, emit func(agent.Delta)) error {
 			continue
 		}
 		d := choice.Delta
-		r := d.ReasoningContent
+		r, field := d.ReasoningContent, "reasoning_content"
 		if r == "" {
-			r = d.Reasoning
+			r, field = d.Reasoning, "reasoning"
+		}
+		a.size += len(r) + len(d.Content)
+		for _, tc := range d.ToolCalls {
+			a.size += len(tc.Function.Arguments) + len(tc.Function.Name) + len(tc.ID)
+		}
+		if a.size > MaxAnswerBytes {
+			return &tooLargeError{limit: MaxAnswerBytes}
 		}
 		if r != "" {
+			if a.field == "" {
+				a.field = field
+			}
 			a.reasoning.WriteString(r)
 			emit(agent.Delta{Reasoning: r})
 		}
@@ -123,6 +180,23 @@ func (a *accumulator) addToolCall(tc goopenai.ToolCall) {
 	c.Arguments += tc.Function.Arguments
 }
 
+// callsComplete reports whether the answer so far ends in whole tool
+// calls: each named, its arguments a JSON value (or none). A stream that
+// ends there without a finish_reason (vLLM, some proxies) is a tool-call
+// answer; one cut inside a call is not.
+func (a *accumulator) callsComplete() bool {
+	if len(a.calls) == 0 {
+		return false
+	}
+	for _, c := range a.calls {
+		args := strings.TrimSpace(c.Arguments)
+		if c.Name == "" || (args != "" && !json.Valid([]byte(args))) {
+			return false
+		}
+	}
+	return true
+}
+
 func (a *accumulator) delivered() bool {
 	return a.text.Len() > 0 || a.reasoning.Len() > 0 || len(a.calls) > 0
 }
@@ -140,6 +214,7 @@ func (a *accumulator) response() agent.Response {
 			Role:             agent.RoleAssistant,
 			Content:          a.text.String(),
 			ReasoningContent: a.reasoning.String(),
+			ReasoningField:   a.field,
 			ToolCalls:        calls,
 		},
 		FinishReason: mapFinish(a.finish, len(calls) > 0),

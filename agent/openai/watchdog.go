@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,10 @@ func (e *stallError) Error() string {
 type watchedDoer struct {
 	client *http.Client
 	idle   time.Duration
+	// body, when set, is sent instead of the body go-openai encoded: its
+	// types cannot say "reasoning_content": "" or "thinking" (see
+	// encodeRequest).
+	body []byte
 
 	// Written by Do before it returns; read after it returned.
 	status int
@@ -43,6 +48,12 @@ type watchedDoer struct {
 }
 
 func (d *watchedDoer) Do(req *http.Request) (*http.Response, error) {
+	if d.body != nil {
+		body := d.body
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
+	}
 	if d.idle <= 0 {
 		resp, err := d.client.Do(req)
 		if err == nil {
@@ -93,18 +104,35 @@ func (w *watchdog) kick() {
 	}
 }
 
-// watchedBody is a response body whose reads keep the watchdog quiet.
+// maxLineBytes bounds one line of the response: an answer is bounded by
+// MaxAnswerBytes, and go-openai reads a line whole into memory before we
+// see any of it, so a line longer than that (plus its JSON framing) is
+// refused as it arrives.
+const maxLineBytes = MaxAnswerBytes + 1<<20
+
+// watchedBody is a response body whose reads keep the watchdog quiet. Only
+// bytes of a line that carries data count: SSE comments (": keep-alive")
+// and blank lines are not progress, so an endpoint that sends only those
+// fails like a silent one.
 type watchedBody struct {
 	body   io.ReadCloser
 	w      *watchdog
 	cancel context.CancelCauseFunc
+	// line is the state of the current line: its length so far, and
+	// whether it is a comment.
+	lineLen int
+	comment bool
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
-	if n > 0 {
+	if n > 0 && b.scan(p[:n]) {
 		b.w.read.Store(true)
 		b.w.kick()
+	}
+	if b.lineLen > maxLineBytes {
+		b.release()
+		return n, &tooLargeError{limit: MaxAnswerBytes}
 	}
 	if err == nil {
 		return n, nil
@@ -116,6 +144,24 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	// closing it, so the watchdog is released here, not only in Close.
 	b.release()
 	return n, err
+}
+
+// scan follows the lines of p and reports whether any byte of it belongs
+// to a line that carries data.
+func (b *watchedBody) scan(p []byte) bool {
+	progress := false
+	for _, c := range p {
+		switch {
+		case c == '\n' || c == '\r':
+			b.lineLen, b.comment = 0, false
+		case b.lineLen == 0 && c == ':':
+			b.lineLen, b.comment = 1, true
+		default:
+			b.lineLen++
+			progress = progress || !b.comment
+		}
+	}
+	return progress
 }
 
 func (b *watchedBody) release() {

@@ -86,8 +86,9 @@ func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error)
 	return zap.New(core), closeFn, nil
 }
 
-func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, error) {
-	var p agent.Provider
+// newProvider is the model provider: the script's, or the endpoint's; op
+// is the endpoint's (nil for a script), whose key a sign-in may set.
+func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Provider, closers []func() error, err error) {
 	if cfg.script != "" {
 		sp, err := scripted.Load(cfg.script)
 		if err != nil {
@@ -103,12 +104,12 @@ func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, 
 			log.Info("using scripted model", zap.String("script", cfg.script))
 		}
 	} else {
-		op, err := openai.New(openai.Options{
+		op, err = openai.New(openai.Options{
 			BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey,
 			IdleTimeout: cfg.modelTimeout, Logger: log.Named("model"),
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("model endpoint: %w", err)
+			return nil, nil, nil, fmt.Errorf("model endpoint: %w", err)
 		}
 		if err := op.Check(); err != nil {
 			// Not fatal: the editor still starts and every prompt says
@@ -118,20 +119,33 @@ func newProvider(cfg *config, log *zap.Logger) (agent.Provider, []func() error, 
 		log.Info("using model endpoint", zap.String("endpoint", op.Endpoint()), zap.String("model", op.Model()))
 		p = op
 	}
-	var closers []func() error
 	if cfg.scriptRecord != "" {
 		f, err := os.OpenFile(cfg.scriptRecord, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			return nil, nil, fmt.Errorf("open --script-record file: %w", err)
+			return nil, nil, nil, fmt.Errorf("open --script-record file: %w", err)
 		}
 		closers = append(closers, f.Close)
 		p = scripted.NewRecorder(p, f)
 	}
-	return p, closers, nil
+	return p, op, closers, nil
+}
+
+// authenticate takes up the key a sign-in stored (the environment's, read
+// at start, still wins). A scripted run needs none.
+func authenticate(cfg *config, op *openai.Provider) func(context.Context) error {
+	return func(context.Context) error {
+		if op == nil {
+			return nil
+		}
+		if key := apiKey(cfg.getenv); key != "" {
+			op.SetAPIKey(key)
+		}
+		return op.Check()
+	}
 }
 
 func newApp(cfg *config, log *zap.Logger) (*app, error) {
-	provider, closers, err := newProvider(cfg, log)
+	provider, op, closers, err := newProvider(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +165,10 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	}
 	a := &app{log: log, closers: closers, store: st, guard: g}
 	deny := []string{cfg.logFile, cfg.scriptRecord}
+	if kf, err := keyFile(cfg.getenv); err == nil {
+		// The stored key is the agent's, never a command's to read.
+		deny = append(deny, kf)
+	}
 	if st != nil {
 		if dir, err := cfg.storeDir(); err == nil {
 			deny = append(deny, dir)
@@ -236,8 +254,12 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			OS:            runtime.GOOS,
 			ContextWindow: cfg.window(),
 			CompactAt:     cfg.compactAt,
-			Tasks:         a.toolset,
-			Logger:        log.Named("agent"),
+			Model:         modelName(cfg),
+			Price:         cfg.prices,
+			// A scripted run asks no endpoint and costs nothing.
+			NoBuiltinPrices: cfg.script != "",
+			Tasks:           a.toolset,
+			Logger:          log.Named("agent"),
 		},
 		Rules:   permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
 		Project: projectRules(st),
@@ -257,10 +279,13 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			SpillParent:   ex.OwnerSpillDir,
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
-		Version: version,
-		Model:   modelName(cfg),
-		Models:  newModelLister(cfg),
-		Logger:  log.Named("acp"),
+		Version:      version,
+		Model:        modelName(cfg),
+		Models:       newModelLister(cfg, op),
+		Authenticate: authenticate(cfg, op),
+		Thinking:     cfg.thinking,
+		Images:       cfg.images,
+		Logger:       log.Named("acp"),
 	})
 	if err != nil {
 		return nil, errors.Join(err, a.toolset.Close(), ex.Close(), closeAll(closers))

@@ -39,7 +39,15 @@ type config struct {
 	// known models (agent.ContextWindow).
 	contextWindow int
 	// compactAt is --compact-at, a share of the window.
-	compactAt    float64
+	compactAt float64
+	// thinking is --thinking: off, high or max; empty means DeepSeek's
+	// default and no thinking option for other models.
+	thinking string
+	// price is --price as given; parsed into prices.
+	price  string
+	prices *agent.Price
+	// images is --images: on, off, or "" (the models known to read them).
+	images       string
 	modelTimeout time.Duration
 	timeout      time.Duration
 	maxTimeout   time.Duration
@@ -112,6 +120,9 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.DurationVar(&cfg.modelTimeout, "model-timeout", openai.DefaultIdleTimeout, "fail a model request, naming the endpoint, after this long without a byte from it")
 	fs.IntVar(&cfg.maxRequests, "max-requests", agent.DefaultMaxRequests, "model requests allowed per prompt before it stops with max_turn_requests")
 	fs.IntVar(&cfg.contextWindow, "context-window", 0, "the model's context window in `TOKENS` (default: known models' own, else 128000)")
+	fs.StringVar(&cfg.thinking, "thinking", getenv.first("DSH_THINKING"), "`off|high|max`: how much new sessions' model thinks (env DSH_THINKING; default high for DeepSeek models; for another model, says it takes reasoning_effort and offers the option)")
+	fs.StringVar(&cfg.price, "price", "", "price the model's tokens when the endpoint sends no cost: `in=USD,cached=USD,out=USD` per million tokens (default: DeepSeek's own prices for its models)")
+	fs.StringVar(&cfg.images, "images", "", "`on|off`: send the prompt's images to the model (default: only to models known to read them, deepseek-flash and deepseek-v4-flash)")
 	fs.Float64Var(&cfg.compactAt, "compact-at", agent.DefaultCompactAt, "compact the conversation before a request that would fill this `SHARE` of the context window (0 < SHARE <= 1)")
 	def := executor.DefaultLimits()
 	fs.DurationVar(&cfg.timeout, "timeout", def.DefaultTimeout, "default timeout of a foreground command")
@@ -178,7 +189,7 @@ func usageText(header string, fs *flag.FlagSet) string {
 	fs.SetOutput(io.Discard)
 	// The README and every example spell flags with two dashes.
 	b.WriteString(strings.ReplaceAll("\n"+flags.String(), "\n  -", "\n  --")[1:])
-	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY), DSH_BASE_URL, DSH_MODEL, DSH_STATE_DIR, NO_COLOR.\n")
+	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY; else the key dsh-acp login stored), DSH_BASE_URL, DSH_MODEL, DSH_THINKING, DSH_STATE_DIR, NO_COLOR.\n")
 	b.WriteString("Every flag can be set in config.toml in the config directory (dsh-acp config says where).\n")
 	return b.String()
 }
@@ -310,7 +321,7 @@ func parseServe(args []string, getenv env) (*config, error) {
 	if len(rest) > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: the server takes flags only (see dsh-acp help)", rest[0])
 	}
-	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
+	cfg.apiKey = apiKey(getenv)
 	cfg.spillDir = getenv("TMPDIR")
 	return cfg, l.explain(cfg.validate())
 }
@@ -334,7 +345,7 @@ func parseExec(args []string, getenv env) (*config, error) {
 		return nil, fmt.Errorf("--cwd: %w", err)
 	}
 	cfg.cwd = cwd
-	cfg.apiKey = getenv.first(executor.DefaultLimits().CredentialEnv...)
+	cfg.apiKey = apiKey(getenv)
 	cfg.spillDir = getenv("TMPDIR")
 	switch {
 	case cfg.cont && cfg.noPersist:
@@ -375,8 +386,8 @@ func (c *config) validate() error {
 	if c.compactAt <= 0 || c.compactAt > 1 {
 		return fmt.Errorf("--compact-at must be above 0 and at most 1, got %v", c.compactAt)
 	}
-	if c.modelTimeout <= 0 {
-		return fmt.Errorf("--model-timeout must be positive, got %v", c.modelTimeout)
+	if err := c.validateModel(); err != nil {
+		return err
 	}
 	if c.timeout <= 0 || c.maxTimeout <= 0 {
 		return errors.New("--timeout and --max-timeout must be positive")
@@ -413,6 +424,32 @@ func (c *config) validate() error {
 	case "", "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
+	}
+	return nil
+}
+
+// validateModel checks the flags about the model: --model-timeout,
+// --thinking, --images, --price (which it parses).
+func (c *config) validateModel() error {
+	if c.modelTimeout <= 0 {
+		return fmt.Errorf("--model-timeout must be positive, got %v", c.modelTimeout)
+	}
+	switch c.thinking {
+	case "", agent.ThinkingOff, agent.ThinkingHigh, agent.ThinkingMax:
+	default:
+		return fmt.Errorf("--thinking must be off, high or max, got %q", c.thinking)
+	}
+	switch c.images {
+	case "", "on", "off":
+	default:
+		return fmt.Errorf("--images must be on or off, got %q", c.images)
+	}
+	if c.price != "" {
+		p, err := agent.ParsePrice(c.price)
+		if err != nil {
+			return fmt.Errorf("--price: %w", err)
+		}
+		c.prices = &p
 	}
 	return nil
 }

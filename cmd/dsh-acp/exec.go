@@ -72,14 +72,38 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	stop, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP}, cancelSent, p.answered)
+	resp, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP}, cancelSent, p.answered)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh-acp exec:", err)
 		return 1
 	}
-	return exitCode(stop, p, stderr)
+	code := exitCode(resp.StopReason, p, stderr)
+	if line := spentLine(resp); line != "" {
+		fmt.Fprintln(stderr, "dsh-acp exec:", line)
+	}
+	return code
+}
+
+// spentLine is the turn's tokens and, when known, its cost, for the last
+// line on stderr; empty when the endpoint counted nothing.
+func spentLine(resp acpsdk.PromptResponse) string {
+	u := resp.Usage
+	if u == nil {
+		return ""
+	}
+	line := fmt.Sprintf("tokens: %d in", u.InputTokens)
+	if u.CachedReadTokens != nil && *u.CachedReadTokens > 0 {
+		line += fmt.Sprintf(" (%d cached)", *u.CachedReadTokens)
+	}
+	line += fmt.Sprintf(", %d out", u.OutputTokens)
+	if c, ok := resp.Meta["cost"].(map[string]any); ok {
+		if amount, ok := c["amount"].(float64); ok {
+			line += fmt.Sprintf("; cost: %.4f %v", amount, c["currency"])
+		}
+	}
+	return line
 }
 
 // newPrinter is the client of one exec run: colour only on a terminal and
@@ -201,7 +225,7 @@ type execSession struct {
 // whose prompt failed before the model answered anything (answered) is
 // deleted: there is nothing in it to resume, and a failing key or endpoint
 // would otherwise leave one stored session per try.
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}, answered func() bool) (acpsdk.StopReason, error) {
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}, answered func() bool) (acpsdk.PromptResponse, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -209,11 +233,11 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		// prints naturally to a terminal.
 		ClientCapabilities: acpsdk.ClientCapabilities{Meta: map[string]any{"terminal_output": true}},
 	}); err != nil {
-		return "", fmt.Errorf("initialize: %s", sentence(err))
+		return acpsdk.PromptResponse{}, fmt.Errorf("initialize: %s", sentence(err))
 	}
 	sess, err := startSession(bg, conn, cfg, es.servers)
 	if err != nil {
-		return "", err
+		return acpsdk.PromptResponse{}, err
 	}
 	if len(es.servers) > 0 && es.waitMCP != nil {
 		// Bounded by --mcp-start-timeout; a server that fails is told in
@@ -236,9 +260,9 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		if cfg.resume == "" && !answered() {
 			_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
 		}
-		return "", errors.New(sentence(err))
+		return acpsdk.PromptResponse{}, errors.New(sentence(err))
 	}
-	return resp.StopReason, nil
+	return resp, nil
 }
 
 // startSession starts a new session, or resumes the stored one --resume

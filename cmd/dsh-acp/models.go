@@ -18,7 +18,12 @@ func modelName(cfg *config) string {
 // newModelLister lists the endpoint's models for the model config option.
 // A scripted run asks an endpoint only when --base-url names one, so an
 // offline run never reaches the network.
-func newModelLister(cfg *config) acp.ModelLister {
+// The endpoint's provider op is asked when there is one, so a key a
+// sign-in set reaches the listing too.
+func newModelLister(cfg *config, op *openai.Provider) acp.ModelLister {
+	if op != nil {
+		return modelsFunc(op.Models)
+	}
 	if cfg.script != "" && cfg.baseURL == "" {
 		return nil
 	}

@@ -35,11 +35,12 @@ var forbidden = map[string][]string{
 	"executor/agentdir": {module},
 	// The shared test helpers stand below everything they help test.
 	"internal/testutil": {module},
+	"internal/mockllm":  {module},
 }
 
 // testOnly are packages only tests may import: no package's build (its
 // non-test files) depends on them.
-var testOnly = []string{module + "internal/testutil"}
+var testOnly = []string{module + "internal/testutil", module + "internal/mockllm"}
 
 type pkg struct {
 	ImportPath string

@@ -64,6 +64,8 @@ type Prompt struct {
 	// Blocks is optional, opaque JSON: the prompt as the editor sent it
 	// (content blocks), for replay. The store does not look inside.
 	Blocks json.RawMessage `json:"blocks,omitempty"`
+	// Images are the prompt's images, stored beside the log (PutImage).
+	Images []Image `json:"images,omitempty"`
 }
 
 // Assistant is one message of the model: its text, its reasoning and the
@@ -71,10 +73,13 @@ type Prompt struct {
 type Assistant struct {
 	// MessageID is the id the editor was given for this message's chunks;
 	// empty if none.
-	MessageID string     `json:"messageId,omitempty"`
-	Text      string     `json:"text,omitempty"`
-	Reasoning string     `json:"reasoning,omitempty"`
-	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"`
+	// ReasoningField is the field the endpoint sent Reasoning in, when it
+	// was not reasoning_content.
+	ReasoningField string     `json:"reasoningField,omitempty"`
+	ToolCalls      []ToolCall `json:"toolCalls,omitempty"`
 }
 
 // ToolCall is a tool call as the model made it.
@@ -143,6 +148,10 @@ type Usage struct {
 	Size int64 `json:"size"`
 	// Estimated: the endpoint reported no usage; Used is an estimate.
 	Estimated bool `json:"estimated,omitempty"`
+	// Cost is the session's cumulative cost so far, in Currency (an ISO
+	// 4217 code; empty when no cost is known).
+	Cost     float64 `json:"cost,omitempty"`
+	Currency string  `json:"currency,omitempty"`
 }
 
 // Compaction records that the history before KeptFromSeq was replaced by a

@@ -616,6 +616,9 @@ func (s *Store) delete(id string) error {
 		return err
 	}
 	removeTemps(s.metaPath(id)) // left by a writer killed mid-rename, if any
+	if err := os.RemoveAll(s.imagesDir(id)); err != nil {
+		return err
+	}
 	if err := os.Remove(path); err != nil {
 		return err
 	}

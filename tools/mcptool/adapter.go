@@ -35,7 +35,7 @@ func (t *Tool) Prepare(_ tools.Caller, args json.RawMessage) tools.Prepared {
 // when the server answered, else (a call that failed) tools.ErrorOutput;
 // the truncation note is the one note.
 func toResult(o Outcome) tools.Result {
-	r := tools.Result{Text: o.Text, IsError: o.IsError}
+	r := tools.Result{Text: o.Text, IsError: o.IsError, Images: o.Images}
 	switch {
 	case o.Structured != nil:
 		r.Raw = o.Structured

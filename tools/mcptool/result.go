@@ -1,6 +1,7 @@
 package mcptool
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -8,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // resultText renders a tools/call result for the model, before truncation:
@@ -52,6 +55,18 @@ func resultText(r *mcp.CallToolResult) string {
 		text = "Error: " + text
 	}
 	return text
+}
+
+// resultImages are the result's image blocks, base64, for a model that
+// reads images (the text notes each one either way).
+func resultImages(r *mcp.CallToolResult) []tools.Image {
+	var out []tools.Image
+	for _, c := range r.Content {
+		if img, ok := c.(*mcp.ImageContent); ok && len(img.Data) > 0 {
+			out = append(out, tools.Image{MimeType: img.MIMEType, Data: base64.StdEncoding.EncodeToString(img.Data)})
+		}
+	}
+	return out
 }
 
 func orUnknown(mime string) string {

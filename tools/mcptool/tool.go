@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // Annotations are the server's hints about a tool. They are hints from a
@@ -126,6 +128,8 @@ type Outcome struct {
 	// the file could not be written).
 	Truncated bool
 	SpillPath string
+	// Images are the result's image blocks.
+	Images []tools.Image
 }
 
 // errOutcome is an error result; the text follows tool-text.md's
@@ -197,7 +201,7 @@ func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
 		}
 		return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, err))
 	}
-	out := Outcome{Text: resultText(res), IsError: res.IsError, Structured: structured(res)}
+	out := Outcome{Text: resultText(res), IsError: res.IsError, Structured: structured(res), Images: resultImages(res)}
 	return v.s.limit(out, t)
 }
 
