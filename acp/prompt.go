@@ -64,8 +64,12 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		Model:    s.Model(),
 		Usage:    s.Usage(),
 		Notices:  s.DrainNotices,
+		Plan:     s.Plan(),
 		Approver: a.approver(s, conn, log),
-		Record:   rec.record,
+		// The session's reader: a file is read again only when it changed,
+		// and the editor is shown the files once and after a change.
+		Instructions: s.Instructions(),
+		Record:       rec.record,
 		Emit: func(e agent.Event) {
 			rec.observe(e)
 			emit(e)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -55,6 +56,13 @@ const (
 	// EventCompactionEnd: Compaction finished; Err says why it failed, and
 	// then the conversation is unchanged.
 	EventCompactionEnd
+	// EventInstructions: Instructions names the project instruction files
+	// the model was given: at a session's first prompt that has any, and
+	// again when one changed. Not part of the model's history.
+	EventInstructions
+	// EventPlan: Plan is the session's whole plan from now on (a tool
+	// result carried it, or /plan shows it again).
+	EventPlan
 )
 
 // CallInfo identifies a tool call for the editor.
@@ -81,7 +89,11 @@ type Event struct {
 	Result     tools.Result
 	Usage      ContextUsage
 	Compaction Compaction
-	Err        error
+	// Instructions is set for EventInstructions.
+	Instructions *InstructionsRead
+	// Plan is set for EventPlan.
+	Plan *tools.Plan
+	Err  error
 }
 
 // Approval is the answer to a permission question.
@@ -119,6 +131,12 @@ type Loop struct {
 	MaxRequests int
 	// OS names the operating system in the system prompt; empty omits it.
 	OS string
+	// UserInstructions is the path of the user's own AGENTS.md, read before
+	// every project's; empty means none.
+	UserInstructions string
+	// Now is the clock whose date the system prompt gives; nil means
+	// time.Now.
+	Now func() time.Time
 	// ContextWindow is the model's context window in tokens; zero means
 	// DefaultContextWindow.
 	ContextWindow int
@@ -157,6 +175,12 @@ type Turn struct {
 	// Notices drains the completion notices queued for the session since the
 	// last model request; nil means none.
 	Notices func() []string
+	// Instructions reads the project's instruction files and remembers
+	// what the editor was shown of them: one per session. Nil reads them
+	// afresh and shows them, as for a new session.
+	Instructions *Instructions
+	// Plan is the session's current plan, for /plan; nil means none yet.
+	Plan *tools.Plan
 	// Approver, if set, is asked before each tool call.
 	Approver Approver
 	// Model is the model to ask (a session's config option); empty means
@@ -226,7 +250,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		}
 		return nil, false
 	}
-	system := Message{Role: RoleSystem, Content: SystemPrompt(t.Caller.Cwd, l.OS)}
+	system := l.systemMessage(t, emit, log)
 
 	record := t.Record
 	if record == nil {
@@ -426,8 +450,37 @@ func (l *Loop) usage(req Request, resp Response, log *zap.Logger) ContextUsage {
 
 // estimatedUsage is the estimated size of the next request over conv.
 func (l *Loop) estimatedUsage(caller tools.Caller, extra ToolSource, conv []Message) ContextUsage {
-	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: SystemPrompt(caller.Cwd, l.OS)}}, conv...)}
+	prompt, _ := l.systemPrompt(caller.Cwd, nil)
+	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: prompt}}, conv...)}
 	return ContextUsage{Used: estimateRequest(req), Size: l.window(), Estimated: true}
+}
+
+// systemMessage is the turn's system prompt. The environment and the
+// instruction files are read once per prompt, so an edited AGENTS.md
+// applies from the next one; the editor is told which files were read when
+// that is news.
+func (l *Loop) systemMessage(t Turn, emit func(Event), log *zap.Logger) Message {
+	prompt, read := l.systemPrompt(t.Caller.Cwd, t.Instructions)
+	if read != nil {
+		log.Info("project instructions read", zap.Strings("files", read.Paths), zap.Strings("changed", read.Changed), zap.Strings("cut", read.Cut))
+		emit(Event{Kind: EventInstructions, Instructions: read})
+	}
+	return Message{Role: RoleSystem, Content: prompt}
+}
+
+// systemPrompt builds the system prompt for a session in cwd, reading its
+// instruction files through in (nil: a fresh reader); read is what the
+// editor should be shown of them, nil when nothing new.
+func (l *Loop) systemPrompt(cwd string, in *Instructions) (prompt string, read *InstructionsRead) {
+	if in == nil {
+		in = &Instructions{}
+	}
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	set, read := in.Load(cwd, l.UserInstructions)
+	return SystemPrompt(PromptEnv{Now: now(), OS: l.OS, Cwd: cwd, Project: set}), read
 }
 
 // newMessageID names a model message for the editor (ACP wants UUIDs).
@@ -460,6 +513,9 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 	msgs := make([]Message, 0, len(calls))
 	answer := func(info CallInfo, res tools.Result) {
 		emit(Event{Kind: EventToolResult, Call: info, Result: res})
+		if res.Plan != nil {
+			emit(Event{Kind: EventPlan, Plan: res.Plan})
+		}
 		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text})
 		record(msgs[len(msgs)-1])
 	}

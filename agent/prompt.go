@@ -1,31 +1,50 @@
 package agent
 
 import (
-	"fmt"
+	_ "embed"
 	"strings"
+	"text/template"
+	"time"
 )
 
-// SystemPrompt tells the model who it is, where it works and how its tools
-// behave. The tools' own descriptions carry their detailed rules; this
-// repeats only what shapes the whole turn.
-func SystemPrompt(cwd, os string) string {
+// promptTemplate is the system prompt, kept as data: what the model is
+// told is read in one place, and a golden file pins it whole.
+//
+//go:embed prompt.tmpl
+var promptTemplate string
+
+var systemTemplate = template.Must(template.New("system").Funcs(template.FuncMap{
+	"join": strings.Join,
+	"trim": func(s string) string { return strings.TrimRight(s, "\n") },
+}).Parse(promptTemplate))
+
+// PromptEnv is what the system prompt says of where the model works.
+type PromptEnv struct {
+	// Now gives the date.
+	Now time.Time
+	// OS names the operating system; empty omits it.
+	OS string
+	// Cwd is the session's working directory; empty omits it.
+	Cwd string
+	// Project is the repository and the instruction files read for Cwd.
+	Project InstructionSet
+}
+
+// SystemPrompt tells the model who it is, where it works, how to change
+// files and work through bash, and the project's instructions. The tools'
+// own descriptions carry their detailed rules; this repeats only what
+// shapes the whole turn.
+func SystemPrompt(env PromptEnv) string {
 	var b strings.Builder
-	b.WriteString("You are dsh, a coding agent working inside the user's editor. ")
-	b.WriteString("You help with software tasks by running shell commands with the bash tool and reading their results.\n\n")
-	if cwd != "" {
-		fmt.Fprintf(&b, "The session's working directory is %s. Every bash call runs there unless you pass another workdir.\n", cwd)
+	data := struct {
+		InstructionSet
+		Date, OS, Cwd string
+		MaxKiB        int
+	}{env.Project, env.Now.Format("2006-01-02 (Monday)"), env.OS, env.Cwd, MaxInstructions >> 10}
+	if err := systemTemplate.Execute(&b, data); err != nil {
+		// The template is fixed and its data plain strings: a failure is a
+		// bug in this file, caught by its tests.
+		panic("system prompt: " + err.Error())
 	}
-	if os != "" {
-		fmt.Fprintf(&b, "The operating system is %s.\n", os)
-	}
-	b.WriteString(`
-Rules for tools:
-- Each bash call starts a fresh shell: nothing persists between calls. Use the workdir argument instead of cd.
-- Read the markers at the end of a result: [exit code: N] means the command failed; [timed out after Nms] and [killed by signal: ...] mean it did not finish.
-- Long output keeps only its tail; the result names a file with the full output that you can search with grep, head or tail.
-- Start servers, watchers and other long-running commands with run_in_background, then poll them with bash_output. A foreground command's leftover background children are stopped when it returns.
-- A notice that a background task finished is context for your next step, not a reply from the user.
-- Ask before doing anything destructive the user did not request. Keep answers short and concrete.
-`)
-	return b.String()
+	return strings.TrimRight(b.String(), "\n") + "\n"
 }

@@ -124,6 +124,9 @@ type Call struct {
 	Cwd string
 	// Subject is what must be approved before the call runs.
 	Subject Subject
+	// Hidden: the editor shows no tool call for it (its result's Plan has a
+	// display of its own). The model's history has it like any call.
+	Hidden bool
 }
 
 // Live receives a running call's output as it arrives, one read at a time
@@ -187,7 +190,30 @@ type Result struct {
 	// cannot show by itself (a timeout, where the full output went), in
 	// Text's order, each exactly as Text has it. Empty when there are none.
 	Notes []string
+	// Plan, when set, is the session's whole plan from now on: the editor
+	// shows it in its plan panel and the session keeps it.
+	Plan *Plan
 }
+
+// Plan is a session's task plan, always whole: each one replaces the last.
+type Plan struct {
+	Explanation string      `json:"explanation,omitempty"`
+	Entries     []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one step of a Plan.
+type PlanEntry struct {
+	Step string `json:"step"`
+	// Status is one of the Plan* statuses.
+	Status string `json:"status"`
+}
+
+// The statuses of a plan step, as the model and ACP spell them.
+const (
+	PlanPending    = "pending"
+	PlanInProgress = "in_progress"
+	PlanCompleted  = "completed"
+)
 
 // Exit is how a process ended.
 type Exit struct {

@@ -43,7 +43,7 @@ import (
 //  7. Model requests: the tool list is replaced by $TOOLS when it equals
 //     model-tools.json (followed by the session's MCP tools, mcp__…, shown
 //     in full), and the system prompt by $SYSTEM_PROMPT(cwd=…) when
-//     it equals system-prompt.txt with that cwd; a request repeating the
+//     it equals system-prompt.txt with that cwd and today's date as $DATE; a request repeating the
 //     previous request of its tag says so instead of repeating the messages.
 //
 //  8. A session's updatedAt (session/list) becomes $TIME.
@@ -60,7 +60,9 @@ var (
 	uuidRE      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	spillDirRE  = regexp.MustCompile(`\$TMP/tmp/dsh-acp-spill-[^/"\s]+/s-[0-9]+`)
 	spillFileRE = regexp.MustCompile(`(\$SPILL/[A-Za-z0-9_.-]+?)-[0-9]+\.log`)
-	cwdRE       = regexp.MustCompile(`The session's working directory is (.*?)\. Every bash call`)
+	cwdRE       = regexp.MustCompile(`\n- Working directory: (.*?) \(every bash call`)
+	// dateRE is the day's date in the system prompt.
+	dateRE = regexp.MustCompile(`\n- Date: [0-9]{4}-[0-9]{2}-[0-9]{2} \([A-Za-z]+\)\n`)
 	// ageRE is a task's age in /tasks.
 	ageRE = regexp.MustCompile(` · started [0-9hms.]+ ago · `)
 )
@@ -553,7 +555,8 @@ func systemPrompt(dir string, msg any, errs *[]error) any {
 		*errs = append(*errs, fmt.Errorf("system prompt does not name the session cwd: %.200q", content))
 		return msg
 	}
-	generic := strings.Replace(content, sub[0], "The session's working directory is $CWD. Every bash call", 1)
+	generic := strings.Replace(content, sub[0], "\n- Working directory: $CWD (every bash call", 1)
+	generic = dateRE.ReplaceAllString(generic, "\n- Date: $$DATE\n")
 	same, pinned, err := sharedPrompt(dir, generic)
 	if err != nil {
 		*errs = append(*errs, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,9 +20,11 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/agent/scripted"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/userdir"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
@@ -225,14 +228,17 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	a.agent, err = acp.New(acp.Options{
 		Sessions: a.sessions,
 		Loop: &agent.Loop{
-			Provider:      provider,
-			Tools:         a.toolset.Tools(),
-			MaxRequests:   cfg.maxRequests,
-			OS:            runtime.GOOS,
-			ContextWindow: cfg.window(),
-			CompactAt:     cfg.compactAt,
-			Tasks:         a.toolset,
-			Logger:        log.Named("agent"),
+			Provider: provider,
+			// The bash tools, then the plan the editor shows.
+			Tools:       append(a.toolset.Tools(), tools.UpdatePlan()),
+			MaxRequests: cfg.maxRequests,
+			OS:          runtime.GOOS,
+			// The user's own AGENTS.md, read before every project's.
+			UserInstructions: userInstructions(log),
+			ContextWindow:    cfg.window(),
+			CompactAt:        cfg.compactAt,
+			Tasks:            a.toolset,
+			Logger:           log.Named("agent"),
 		},
 		Rules: permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
 		MCP: acp.MCPOptions{
@@ -331,4 +337,15 @@ func openStore(cfg *config, log *zap.Logger) (*store.Store, error) {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	return st, nil
+}
+
+// userInstructions is the path of the user's own AGENTS.md in their config
+// directory; empty (none is read) when there is no such directory.
+func userInstructions(log *zap.Logger) string {
+	dir, err := userdir.ConfigDir()
+	if err != nil {
+		log.Info("no user AGENTS.md: no config directory", zap.Error(err))
+		return ""
+	}
+	return filepath.Join(dir, agent.AgentsFile)
 }

@@ -295,8 +295,29 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 		p.write(p.style(ansiBold, line) + "\n")
 	case u.ToolCallUpdate != nil:
 		p.toolUpdate(u.ToolCallUpdate)
+	case u.Plan != nil:
+		p.plan(u.Plan.Entries)
 	}
 	return nil
+}
+
+// plan prints the whole plan, one step a line, as /plan shows it.
+func (p *printer) plan(entries []acpsdk.PlanEntry) {
+	p.inThought = false
+	p.newline()
+	var b strings.Builder
+	b.WriteString("• Plan\n")
+	for _, e := range entries {
+		mark := "[ ]"
+		switch e.Status {
+		case acpsdk.PlanEntryStatusCompleted:
+			mark = "[x]"
+		case acpsdk.PlanEntryStatusInProgress:
+			mark = "[>]"
+		}
+		b.WriteString("  " + mark + " " + e.Content + "\n")
+	}
+	p.write(b.String())
 }
 
 func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {
