@@ -193,8 +193,14 @@ func cut(files []InstructionFile, max int) (kept []InstructionFile, dropped []st
 		// The nearest file alone is too long.
 		last := files[len(files)-1]
 		t := last.Text[:max]
-		for len(t) > 0 && !utf8.ValidString(t) {
-			t = t[:len(t)-1]
+		// Not inside a character: back to the start of the last one.
+		for i := len(t); i > 0 && i > len(t)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(t[i-1]) {
+				if !utf8.FullRuneInString(t[i-1:]) {
+					t = t[:i-1]
+				}
+				break
+			}
 		}
 		last.Text, last.Truncated = t, true
 		start = len(files) - 1
