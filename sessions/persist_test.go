@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestMakeTitle(t *testing.T) {
@@ -86,4 +87,47 @@ func TestHistoryFromStore(t *testing.T) {
 		t.Error("open of an unknown id succeeded")
 	}
 	reg2.CloseAll()
+}
+
+// The plan is part of the session: the last one set comes back after a
+// reopen, and setting the same plan again stores nothing new.
+func TestPlanFromStore(t *testing.T) {
+	st, err := store.New(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(sessions.Options{Store: st})
+	s, err := reg.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Plan() != nil {
+		t.Fatalf("new session has a plan: %+v", s.Plan())
+	}
+	first := &tools.Plan{Entries: []tools.PlanEntry{{Step: "a", Status: "in_progress"}}}
+	last := &tools.Plan{Explanation: "now b", Entries: []tools.PlanEntry{{Step: "a", Status: "completed"}, {Step: "b", Status: "in_progress"}}}
+	s.SetPlan(first)
+	s.SetPlan(last)
+	s.SetPlan(&tools.Plan{Explanation: "now b", Entries: []tools.PlanEntry{{Step: "a", Status: "completed"}, {Step: "b", Status: "in_progress"}}})
+	if err := reg.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	reg2 := sessions.New(sessions.Options{Store: st})
+	l, err := reg2.Open(s.ID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg2.CloseAll()
+	if d := cmp.Diff(last, l.Session.Plan()); d != "" {
+		t.Errorf("plan after reopen (-want +got):\n%s", d)
+	}
+	n := 0
+	for _, e := range l.Entries {
+		if e.Kind == store.KindPlan {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d plan entries stored, want 2 (the same plan again is not stored)", n)
+	}
 }
