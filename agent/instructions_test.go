@@ -233,3 +233,33 @@ func TestSystemPromptGolden(t *testing.T) {
 	}
 	t.Logf("system prompt without instructions: %d bytes, ~%d tokens", len(bare), agent.EstimateMessages([]agent.Message{{Role: agent.RoleSystem, Content: bare}}))
 }
+
+// BenchmarkInstructionsLoad is what each prompt pays for its project
+// instructions when nothing changed: a cwd three directories below the
+// repository root, with AGENTS.md at the root and in the cwd, and the
+// user's file (stats, HEAD, no reads), plus building the system prompt.
+func BenchmarkInstructionsLoad(b *testing.B) {
+	root := b.TempDir()
+	cwd := filepath.Join(root, "a", "b", "c")
+	for path, text := range map[string]string{
+		filepath.Join(root, ".git", "HEAD"):      "ref: refs/heads/main\n",
+		filepath.Join(root, agent.AgentsFile):    strings.Repeat("root rule\n", 400),
+		filepath.Join(cwd, agent.AgentsFile):     strings.Repeat("cwd rule\n", 100),
+		filepath.Join(root, "user", "AGENTS.md"): "user rule\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var in agent.Instructions
+	user := filepath.Join(root, "user", "AGENTS.md")
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		set, _ := in.Load(cwd, user)
+		_ = agent.SystemPrompt(agent.PromptEnv{Now: now, OS: "linux", Cwd: cwd, Project: set})
+	}
+}
