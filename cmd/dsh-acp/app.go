@@ -234,7 +234,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			MaxRequests: cfg.maxRequests,
 			OS:          runtime.GOOS,
 			// The user's own AGENTS.md, read before every project's.
-			UserInstructions: userInstructions(log),
+			UserInstructions: userInstructions(cfg.getenv, log),
 			ContextWindow:    cfg.window(),
 			CompactAt:        cfg.compactAt,
 			Tasks:            a.toolset,
@@ -339,10 +339,15 @@ func openStore(cfg *config, log *zap.Logger) (*store.Store, error) {
 	return st, nil
 }
 
-// userInstructions is the path of the user's own AGENTS.md in their config
-// directory; empty (none is read) when there is no such directory.
-func userInstructions(log *zap.Logger) string {
-	dir, err := userdir.ConfigDir()
+// userInstructions is the path of the user's own AGENTS.md in the config
+// directory of the environment the config was parsed from (nil: an empty
+// one, as for the state directory); empty (none is read) when there is no
+// such directory.
+func userInstructions(getenv env, log *zap.Logger) string {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	dir, err := userdir.ConfigDirFor(runtime.GOOS, getenv)
 	if err != nil {
 		log.Info("no user AGENTS.md: no config directory", zap.Error(err))
 		return ""
