@@ -385,7 +385,8 @@ func TestExecInstructionsAndPlan(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	got := out.String()
-	for _, want := range []string{"• Read project instructions", "• Plan\n  [x] Read\n  [>] Fix\n  [ ] Test\n", "Planned."} {
+	user := filepath.Join(cfgHome, "dsh-acp", "AGENTS.md")
+	for _, want := range []string{"• Read project instructions\n  " + user + "\n  " + filepath.Join(dir, "AGENTS.md") + "\n", "• Plan\n  [x] Read\n  [>] Fix\n  [ ] Test\n", "Planned."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q\n--- output:\n%s", want, got)
 		}
