@@ -94,12 +94,15 @@ type Agent struct {
 	// announce sends a new session's commands after its reply.
 	announce announcer
 
-	// mu guards conn and terminalOutput.
+	// mu guards conn, terminalOutput and clientReadsFiles.
 	mu   sync.Mutex
 	conn client
 	// terminalOutput: the client announced Zed's display-only terminal
 	// (clientCapabilities._meta.terminal_output).
 	terminalOutput bool
+	// clientReadsFiles: the client offers fs/read_text_file
+	// (clientCapabilities.fs.readTextFile).
+	clientReadsFiles bool
 }
 
 // New returns an Agent; call Serve to run it over a connection.

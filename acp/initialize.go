@@ -21,13 +21,15 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 	}
 	a.mu.Lock()
 	a.terminalOutput = terminal
+	a.clientReadsFiles = p.ClientCapabilities.Fs.ReadTextFile
 	a.mu.Unlock()
 	// The model list is fetched once, from now, so the first session/new
 	// rarely waits for it (it waits at most modelListTimeout).
 	go a.models.get(context.Background())
 	a.log.Info("initialize",
 		zap.Int("client_protocol_version", int(p.ProtocolVersion)),
-		zap.Bool("terminal_output", terminal))
+		zap.Bool("terminal_output", terminal),
+		zap.Bool("fs_read_text_file", p.ClientCapabilities.Fs.ReadTextFile))
 	caps := acpsdk.SessionCapabilities{
 		Close: &acpsdk.SessionCloseCapabilities{},
 		List:  &acpsdk.SessionListCapabilities{},

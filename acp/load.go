@@ -112,7 +112,11 @@ func (a *Agent) replay(ctx context.Context, s *sessions.Session, entries []store
 				names[c.ID] = c.Name
 			}
 		case store.ToolResult:
-			a.sendUpdate(ctx, sid, replayedCall(v, names[v.CallID]))
+			if !v.Hidden {
+				a.sendUpdate(ctx, sid, replayedCall(v, names[v.CallID]))
+			}
+		case store.Plan:
+			a.sendUpdate(ctx, sid, planUpdate(sessions.PlanOf(v)))
 		case store.Compaction:
 			c := agent.Compaction{ID: v.CallID, Trigger: v.Trigger, Focus: v.Focus, KeptFrom: v.Replaced,
 				PreTokens: int(v.PreTokens), PostTokens: int(v.PostTokens)}

@@ -69,15 +69,19 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		Caller:      tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone},
 		Extra:       s.Tools(),
 		History:     s.History(),
-		Prompt:      promptText(p.Prompt),
+		Prompt:      promptText(tctx, p.Prompt, a.links(s, conn, log)),
 		Images:      images,
 		ReadsImages: a.readsImages(model),
 		Model:       s.Model(),
 		Thinking:    a.sessionThinking(s),
 		Usage:       s.Usage(),
 		Notices:     s.DrainNotices,
+		Plan:        s.Plan(),
 		Approver:    a.approver(s, conn, log),
-		Record:      rec.record,
+		// The session's reader: a file is read again only when it changed,
+		// and the editor is shown the files once and after a change.
+		Instructions: s.Instructions(),
+		Record:       rec.record,
 		Emit: func(e agent.Event) {
 			rec.observe(e)
 			emit(e)
@@ -175,9 +179,24 @@ func (a *Agent) noteImages(ctx context.Context, s *sessions.Session, model strin
 	a.sendUpdate(ctx, s.ID, messageChunk(agent.Event{Text: text, MessageID: uuid.NewString()}))
 }
 
+// links reads the files a prompt of s links to: through the client when it
+// said it reads files, else from disk inside the session's cwd.
+func (a *Agent) links(s *sessions.Session, conn client, log *zap.Logger) *linkReader {
+	r := &linkReader{sid: acpsdk.SessionId(s.ID), cwd: s.Cwd, log: log}
+	a.mu.Lock()
+	readsFiles := a.clientReadsFiles
+	a.mu.Unlock()
+	if fr, ok := conn.(fileReader); ok && readsFiles {
+		r.client = fr
+	}
+	return r
+}
+
 // promptText flattens the prompt's blocks into the user message: text as
-// is, embedded text resources inlined with their URI, links by name and URI.
-func promptText(blocks []acpsdk.ContentBlock) string {
+// is, embedded text resources inlined with their URI, linked files inlined
+// with their path when links can read them (nil: none is read), other
+// links by name and URI.
+func promptText(ctx context.Context, blocks []acpsdk.ContentBlock, links *linkReader) string {
 	parts := make([]string, 0, len(blocks))
 	for _, b := range blocks {
 		switch {
@@ -185,11 +204,11 @@ func promptText(blocks []acpsdk.ContentBlock) string {
 			parts = append(parts, b.Text.Text)
 		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
 			r := b.Resource.Resource.TextResourceContents
-			parts = append(parts, fmt.Sprintf("<context uri=%q>\n%s\n</context>", r.Uri, strings.TrimRight(r.Text, "\n")))
+			parts = append(parts, contextText(r.Uri, "", r.Text))
 		case b.Resource != nil && b.Resource.Resource.BlobResourceContents != nil:
 			parts = append(parts, fmt.Sprintf("[binary resource %s omitted]", b.Resource.Resource.BlobResourceContents.Uri))
 		case b.ResourceLink != nil:
-			parts = append(parts, fmt.Sprintf("[@%s](%s)", b.ResourceLink.Name, b.ResourceLink.Uri))
+			parts = append(parts, linkText(ctx, b.ResourceLink, links))
 		case b.Image != nil:
 			// Sent as an image part (promptImages), or replaced by
 			// agent.ImageNote for a model that does not read images.
@@ -198,4 +217,14 @@ func promptText(blocks []acpsdk.ContentBlock) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// linkText is a linked file's text with its path, or the link alone.
+func linkText(ctx context.Context, l *acpsdk.ContentBlockResourceLink, links *linkReader) string {
+	if links != nil {
+		if path, text, ok := links.read(ctx, l); ok {
+			return contextText(l.Uri, path, text)
+		}
+	}
+	return fmt.Sprintf("[@%s](%s)", l.Name, l.Uri)
 }

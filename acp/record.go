@@ -35,6 +35,9 @@ func (r *recorder) observe(e agent.Event) {
 	case e.Kind == agent.EventCompactionEnd && e.Err == nil:
 		r.s.AddCompaction(e.Compaction)
 		return
+	case e.Kind == agent.EventPlan:
+		r.s.SetPlan(e.Plan)
+		return
 	case e.Kind != agent.EventToolResult:
 		return
 	}
@@ -78,7 +81,7 @@ func toolView(c agent.CallInfo, failed bool, text string) *sessions.ToolView {
 	}
 	raw, _ := json.Marshal(rawInput(c.Args))
 	content, _ := json.Marshal(append(descriptionContent(c), fenced(text)))
-	return &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content}
+	return &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content, Hidden: c.Call.Hidden}
 }
 
 // storedBlocks are the prompt's blocks as the log keeps them: an image's

@@ -71,6 +71,10 @@ func (u *turnUI) send(up acpsdk.SessionUpdate) {
 
 // handle is the agent's Emit. It must not block for EventToolOutput.
 func (u *turnUI) handle(e agent.Event) {
+	if e.Call.Call.Hidden {
+		// A call with a display of its own (a plan): no tool call.
+		return
+	}
 	switch e.Kind {
 	case agent.EventText:
 		u.send(messageChunk(e))
@@ -92,6 +96,10 @@ func (u *turnUI) handle(e agent.Event) {
 		u.send(compactionStart(e.Compaction))
 	case agent.EventCompactionEnd:
 		u.send(compactionEnd(e.Compaction, e.Err))
+	case agent.EventPlan:
+		u.send(planUpdate(e.Plan))
+	case agent.EventInstructions:
+		u.send(instructionsCall(e.Instructions))
 	}
 }
 

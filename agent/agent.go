@@ -65,6 +65,13 @@ const (
 	// EventCompactionEnd: Compaction finished; Err says why it failed, and
 	// then the conversation is unchanged.
 	EventCompactionEnd
+	// EventInstructions: Instructions names the project instruction files
+	// the model was given: at a session's first prompt that has any, and
+	// again when one changed. Not part of the model's history.
+	EventInstructions
+	// EventPlan: Plan is the session's whole plan from now on (a tool
+	// result carried it, or /plan shows it again).
+	EventPlan
 )
 
 // CallInfo identifies a tool call for the editor.
@@ -91,7 +98,11 @@ type Event struct {
 	Result     tools.Result
 	Usage      ContextUsage
 	Compaction Compaction
-	Err        error
+	// Instructions is set for EventInstructions.
+	Instructions *InstructionsRead
+	// Plan is set for EventPlan.
+	Plan *tools.Plan
+	Err  error
 }
 
 // Approval is the answer to a permission question.
@@ -129,6 +140,12 @@ type Loop struct {
 	MaxRequests int
 	// OS names the operating system in the system prompt; empty omits it.
 	OS string
+	// UserInstructions is the path of the user's own AGENTS.md, read before
+	// every project's; empty means none.
+	UserInstructions string
+	// Now is the clock: the date the system prompt gives, and the hour
+	// prices with peak hours are read at; nil means time.Now.
+	Now func() time.Time
 	// ContextWindow is the model's context window in tokens; zero means
 	// DefaultContextWindow.
 	ContextWindow int
@@ -145,9 +162,6 @@ type Loop struct {
 	// NoBuiltinPrices: known models' prices are not used (a scripted run,
 	// which no endpoint bills).
 	NoBuiltinPrices bool
-	// Now is the clock prices with peak hours are read at; nil means
-	// time.Now.
-	Now func() time.Time
 	// Tasks answers /tasks and /kill; nil means the agent has none.
 	Tasks  Tasks
 	Logger *zap.Logger
@@ -185,6 +199,12 @@ type Turn struct {
 	// Notices drains the completion notices queued for the session since the
 	// last model request; nil means none.
 	Notices func() []string
+	// Instructions reads the project's instruction files and remembers
+	// what the editor was shown of them: one per session. Nil reads them
+	// afresh and shows them, as for a new session.
+	Instructions *Instructions
+	// Plan is the session's current plan, for /plan; nil means none yet.
+	Plan *tools.Plan
 	// Approver, if set, is asked before each tool call.
 	Approver Approver
 	// Model is the model to ask (a session's config option); empty means
@@ -262,7 +282,7 @@ func (l *Loop) Run(ctx context.Context, t Turn) (Outcome, error) {
 		}
 		return nil, false
 	}
-	system := Message{Role: RoleSystem, Content: SystemPrompt(t.Caller.Cwd, l.OS)}
+	system := l.systemMessage(t, emit, log)
 
 	record := t.recorder()
 	out := Outcome{Messages: []Message{{Role: RoleUser, Content: t.Prompt, Images: t.Images}}}
@@ -548,11 +568,7 @@ func (l *Loop) addCost(total Cost, model string, u Usage) Cost {
 			price = &p
 		}
 	}
-	now := time.Now
-	if l.Now != nil {
-		now = l.Now
-	}
-	c, ok := costOf(u, price, now())
+	c, ok := costOf(u, price, l.now())
 	if !ok {
 		return total
 	}
@@ -587,10 +603,43 @@ func addUsage(a, b Usage) Usage {
 	}
 }
 
+// now is the time by the loop's clock.
+func (l *Loop) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
 // estimatedUsage is the estimated size of the next request over conv.
 func (l *Loop) estimatedUsage(caller tools.Caller, extra ToolSource, conv []Message) ContextUsage {
-	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: SystemPrompt(caller.Cwd, l.OS)}}, conv...)}
+	prompt, _ := l.systemPrompt(caller.Cwd, nil)
+	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: prompt}}, conv...)}
 	return ContextUsage{Used: estimateRequest(req), Size: l.window(), Estimated: true}
+}
+
+// systemMessage is the turn's system prompt. The environment and the
+// instruction files are read once per prompt, so an edited AGENTS.md
+// applies from the next one; the editor is told which files were read when
+// that is news.
+func (l *Loop) systemMessage(t Turn, emit func(Event), log *zap.Logger) Message {
+	prompt, read := l.systemPrompt(t.Caller.Cwd, t.Instructions)
+	if read != nil {
+		log.Info("project instructions read", zap.Strings("files", read.Paths), zap.Strings("changed", read.Changed), zap.Strings("cut", read.Cut))
+		emit(Event{Kind: EventInstructions, Instructions: read})
+	}
+	return Message{Role: RoleSystem, Content: prompt}
+}
+
+// systemPrompt builds the system prompt for a session in cwd, reading its
+// instruction files through in (nil: a fresh reader); read is what the
+// editor should be shown of them, nil when nothing new.
+func (l *Loop) systemPrompt(cwd string, in *Instructions) (prompt string, read *InstructionsRead) {
+	if in == nil {
+		in = &Instructions{}
+	}
+	set, read := in.Load(cwd, l.UserInstructions)
+	return SystemPrompt(PromptEnv{Now: l.now(), OS: l.OS, Cwd: cwd, Project: set}), read
 }
 
 // newMessageID names a model message for the editor (ACP wants UUIDs).
@@ -623,6 +672,9 @@ func (l *Loop) runCalls(ctx context.Context, t Turn, lookup func(string) (tools.
 	msgs := make([]Message, 0, len(calls))
 	answer := func(info CallInfo, res tools.Result) {
 		emit(Event{Kind: EventToolResult, Call: info, Result: res})
+		if res.Plan != nil {
+			emit(Event{Kind: EventPlan, Plan: res.Plan})
+		}
 		msgs = append(msgs, Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text, Images: toolImages(info, res)})
 		record(msgs[len(msgs)-1])
 	}

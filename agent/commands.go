@@ -24,6 +24,7 @@ const (
 	CommandCompact = "compact"
 	CommandTasks   = "tasks"
 	CommandKill    = "kill"
+	CommandPlan    = "plan"
 )
 
 // Commands are the slash commands, in the order an editor lists them.
@@ -32,6 +33,7 @@ func Commands() []Command {
 		{Name: CommandCompact, Description: "Summarize the conversation so far to free the context window", Hint: "optional focus for the summary"},
 		{Name: CommandTasks, Description: "List this session's background tasks"},
 		{Name: CommandKill, Description: "Stop one of this session's background tasks", Hint: "task id, e.g. bash-1"},
+		{Name: CommandPlan, Description: "Show the session's plan"},
 	}
 }
 
@@ -104,6 +106,37 @@ func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit fu
 		default:
 			say(l.Tasks.KillTask(t.Caller, strings.Fields(arg)[0]))
 		}
+	case CommandPlan:
+		if t.Plan == nil {
+			say("This session has no plan yet: the model makes one for a task of several steps.")
+			break
+		}
+		emit(Event{Kind: EventPlan, Plan: t.Plan})
+		say(PlanText(t.Plan))
 	}
 	return out, nil
+}
+
+// PlanText shows a plan to a person, one step a line: [x] completed, [>] in
+// progress, [ ] pending.
+func PlanText(p *tools.Plan) string {
+	var b strings.Builder
+	b.WriteString("Plan")
+	if p.Explanation != "" {
+		b.WriteString(": " + p.Explanation)
+	}
+	if len(p.Entries) == 0 {
+		b.WriteString("\n(no steps)")
+	}
+	for _, e := range p.Entries {
+		mark := "[ ]"
+		switch e.Status {
+		case tools.PlanCompleted:
+			mark = "[x]"
+		case tools.PlanInProgress:
+			mark = "[>]"
+		}
+		b.WriteString("\n" + mark + " " + e.Step)
+	}
+	return b.String()
 }

@@ -1,31 +1,94 @@
 package agent
 
 import (
+	_ "embed"
 	"fmt"
 	"strings"
+	"time"
 )
 
-// SystemPrompt tells the model who it is, where it works and how its tools
-// behave. The tools' own descriptions carry their detailed rules; this
-// repeats only what shapes the whole turn.
-func SystemPrompt(cwd, os string) string {
+// promptText is the system prompt, kept as data: what the model is told is
+// read in one place, and a golden file pins it whole. Its two slots are
+// filled by SystemPrompt. (Plain replacement rather than text/template: the
+// template package's reflection keeps every exported method in the binary,
+// 1.8 MB more.)
+//
+//go:embed prompt.md
+var promptText string
+
+// Slots of promptText.
+const (
+	slotEnvironment  = "{{environment}}"
+	slotInstructions = "{{instructions}}"
+)
+
+// instructionsHead opens the project instructions in the system prompt.
+const instructionsHead = "\n# Project instructions\n" +
+	"The user and the project give these instructions (AGENTS.md files), from the most general to the most specific. " +
+	"Follow them; where two disagree, the later, more specific one wins. " +
+	"They come before the defaults above, but not before what the user asks in the conversation."
+
+// PromptEnv is what the system prompt says of where the model works.
+type PromptEnv struct {
+	// Now gives the date.
+	Now time.Time
+	// OS names the operating system; empty omits it.
+	OS string
+	// Cwd is the session's working directory; empty omits it.
+	Cwd string
+	// Project is the repository and the instruction files read for Cwd.
+	Project InstructionSet
+}
+
+// SystemPrompt tells the model who it is, where it works, how to change
+// files and work through bash, and the project's instructions. The tools'
+// own descriptions carry their detailed rules; this repeats only what
+// shapes the whole turn.
+func SystemPrompt(env PromptEnv) string {
+	s := strings.Replace(promptText, slotEnvironment, environment(env), 1)
+	s = strings.Replace(s, slotInstructions, instructions(env.Project), 1)
+	return strings.TrimRight(s, "\n") + "\n"
+}
+
+// environment is the Environment section's list.
+func environment(env PromptEnv) string {
+	lines := []string{"- Date: " + env.Now.Format("2006-01-02 (Monday)")}
+	if env.OS != "" {
+		lines = append(lines, "- Operating system: "+env.OS)
+	}
+	lines = append(lines, "- Shell: bash; each bash call runs `bash -c` in a fresh shell, with no terminal and stdin from /dev/null")
+	if env.Cwd != "" {
+		lines = append(lines, "- Working directory: "+env.Cwd+" (every bash call runs there unless you pass another workdir)")
+	}
+	p := env.Project
+	switch {
+	case p.Root == "":
+		lines = append(lines, "- Not a git repository")
+	case p.Branch != "":
+		lines = append(lines, "- Git repository: "+p.Root+", on branch "+p.Branch)
+	case p.Detached != "":
+		lines = append(lines, "- Git repository: "+p.Root+", detached at "+p.Detached)
+	default:
+		lines = append(lines, "- Git repository: "+p.Root)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// instructions is the project instructions section; empty without files.
+func instructions(p InstructionSet) string {
+	if len(p.Files) == 0 {
+		return ""
+	}
 	var b strings.Builder
-	b.WriteString("You are dsh, a coding agent working inside the user's editor. ")
-	b.WriteString("You help with software tasks by running shell commands with the bash tool and reading their results.\n\n")
-	if cwd != "" {
-		fmt.Fprintf(&b, "The session's working directory is %s. Every bash call runs there unless you pass another workdir.\n", cwd)
+	b.WriteString(instructionsHead)
+	for _, f := range p.Files {
+		fmt.Fprintf(&b, "\n\n<instructions path=%q>\n%s\n</instructions>", f.Path, strings.TrimRight(f.Text, "\n"))
+		if f.Truncated {
+			fmt.Fprintf(&b, "\n[This file is longer than %d KiB: only its beginning is shown. Read the rest of it with bash if it matters.]", MaxInstructions>>10)
+		}
 	}
-	if os != "" {
-		fmt.Fprintf(&b, "The operating system is %s.\n", os)
+	if len(p.Cut) > 0 {
+		fmt.Fprintf(&b, "\n\n[Left out to keep the instructions within %d KiB: %s. Read them with bash if they matter.]", MaxInstructions>>10, strings.Join(p.Cut, ", "))
 	}
-	b.WriteString(`
-Rules for tools:
-- Each bash call starts a fresh shell: nothing persists between calls. Use the workdir argument instead of cd.
-- Read the markers at the end of a result: [exit code: N] means the command failed; [timed out after Nms] and [killed by signal: ...] mean it did not finish.
-- Long output keeps only its tail; the result names a file with the full output that you can search with grep, head or tail.
-- Start servers, watchers and other long-running commands with run_in_background, then poll them with bash_output. A foreground command's leftover background children are stopped when it returns.
-- A notice that a background task finished is context for your next step, not a reply from the user.
-- Ask before doing anything destructive the user did not request. Keep answers short and concrete.
-`)
 	return b.String()
 }

@@ -98,6 +98,7 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	s := r.newSession(id, cwd)
 	s.stored = stored
 	s.history, s.seqs = history(entries, state, imageLoader(stored, s.log))
+	s.plan = lastPlan(entries)
 	s.title = state.Title
 	// A stored mode this process does not offer (the sandbox is off now)
 	// falls back to asking, never to running unconfined unasked.

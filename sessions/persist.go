@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // notice is a completion notice queued for the next model request; id ties
@@ -180,6 +182,8 @@ type ToolView struct {
 	RawInput json.RawMessage
 	Status   string
 	Content  json.RawMessage
+	// Hidden: the editor was shown no tool call for it.
+	Hidden bool
 }
 
 // AddMessage records a message of a turn as it is produced: the model's
@@ -197,7 +201,7 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 	case agent.RoleTool:
 		r := store.ToolResult{CallID: m.ToolCallID, Text: m.Content, IsError: isError}
 		if view != nil {
-			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content = view.Title, view.Kind, view.RawInput, view.Status, view.Content
+			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content, r.Hidden = view.Title, view.Kind, view.RawInput, view.Status, view.Content, view.Hidden
 		}
 		s.noteSeq(s.persist(r))
 	}
@@ -309,3 +313,57 @@ func (r *Registry) TaskEnded(sessionID, taskID, state string) {
 
 // Persistent reports whether sessions are stored.
 func (r *Registry) Persistent() bool { return r.store != nil }
+
+// Instructions reads the session's project instruction files for each
+// prompt and remembers what the editor was shown of them. A session loaded
+// after a restart starts afresh: it reads them again and shows them again.
+func (s *Session) Instructions() *agent.Instructions { return &s.instructions }
+
+// Plan returns the session's plan; nil until the model made one.
+func (s *Session) Plan() *tools.Plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.plan
+}
+
+// SetPlan makes p the session's plan and stores it; the same plan again is
+// not stored twice.
+func (s *Session) SetPlan(p *tools.Plan) {
+	if p == nil {
+		return
+	}
+	s.mu.Lock()
+	same := s.plan != nil && reflect.DeepEqual(*s.plan, *p)
+	s.plan = p
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	sp := store.Plan{Explanation: p.Explanation, Entries: make([]store.PlanEntry, 0, len(p.Entries))}
+	for _, e := range p.Entries {
+		sp.Entries = append(sp.Entries, store.PlanEntry{Step: e.Step, Status: e.Status})
+	}
+	s.persist(sp)
+}
+
+// PlanOf is the plan a stored entry holds.
+func PlanOf(p store.Plan) *tools.Plan {
+	tp := &tools.Plan{Explanation: p.Explanation, Entries: make([]tools.PlanEntry, 0, len(p.Entries))}
+	for _, e := range p.Entries {
+		tp.Entries = append(tp.Entries, tools.PlanEntry{Step: e.Step, Status: e.Status})
+	}
+	return tp
+}
+
+// lastPlan is the plan of the session's last Plan entry; nil if none.
+func lastPlan(entries []store.Entry) *tools.Plan {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Kind != store.KindPlan {
+			continue
+		}
+		if p, err := entries[i].Decode(); err == nil {
+			return PlanOf(p.(store.Plan))
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package sessions_test
 
 import (
+	"github.com/dsh-acp/dsh-acp/tools"
 	"strings"
 	"testing"
 
@@ -132,5 +133,48 @@ func TestHistoryKeepsThePromptAfterACompaction(t *testing.T) {
 	want := append([]agent.Message{agent.SummaryMessage("Files were listed."), conv[2]}, conv[5:]...)
 	if diff := cmp.Diff(want, l.Session.History()); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+// The plan is part of the session: the last one set comes back after a
+// reopen, and setting the same plan again stores nothing new.
+func TestPlanFromStore(t *testing.T) {
+	st, err := store.New(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(sessions.Options{Store: st})
+	s, err := reg.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Plan() != nil {
+		t.Fatalf("new session has a plan: %+v", s.Plan())
+	}
+	first := &tools.Plan{Entries: []tools.PlanEntry{{Step: "a", Status: "in_progress"}}}
+	last := &tools.Plan{Explanation: "now b", Entries: []tools.PlanEntry{{Step: "a", Status: "completed"}, {Step: "b", Status: "in_progress"}}}
+	s.SetPlan(first)
+	s.SetPlan(last)
+	s.SetPlan(&tools.Plan{Explanation: "now b", Entries: []tools.PlanEntry{{Step: "a", Status: "completed"}, {Step: "b", Status: "in_progress"}}})
+	if err := reg.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	reg2 := sessions.New(sessions.Options{Store: st})
+	l, err := reg2.Open(s.ID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg2.CloseAll()
+	if d := cmp.Diff(last, l.Session.Plan()); d != "" {
+		t.Errorf("plan after reopen (-want +got):\n%s", d)
+	}
+	n := 0
+	for _, e := range l.Entries {
+		if e.Kind == store.KindPlan {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d plan entries stored, want 2 (the same plan again is not stored)", n)
 	}
 }

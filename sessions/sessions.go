@@ -19,6 +19,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // Sentinel errors, mapped to protocol errors at the protocol edge.
@@ -274,6 +275,9 @@ func (r *Registry) Notify(id, text string) {
 type Session struct {
 	ID  string
 	Cwd string
+	// instructions reads the session's AGENTS.md chain before each prompt
+	// (it has its own lock).
+	instructions agent.Instructions
 
 	// mu guards every field below.
 	mu      sync.Mutex
@@ -307,6 +311,8 @@ type Session struct {
 	toldUnsaved bool
 	// tools is the session's own tool source; nil when it has none.
 	tools Tools
+	// plan is the session's plan; nil until the model makes one.
+	plan *tools.Plan
 }
 
 type turn struct {

@@ -124,6 +124,9 @@ type Call struct {
 	Cwd string
 	// Subject is what must be approved before the call runs.
 	Subject Subject
+	// Hidden: the editor shows no tool call for it (its result's Plan has a
+	// display of its own). The model's history has it like any call.
+	Hidden bool
 }
 
 // Live receives a running call's output as it arrives, one read at a time
@@ -190,6 +193,9 @@ type Result struct {
 	// Images are images the call returned (an MCP tool's image content),
 	// which Text notes; a model that reads images is sent them too.
 	Images []Image
+	// Plan, when set, is the session's whole plan from now on: the editor
+	// shows it in its plan panel and the session keeps it.
+	Plan *Plan
 }
 
 // Image is an image a tool returned.
@@ -199,6 +205,26 @@ type Image struct {
 	// Data is the image, base64 (standard encoding).
 	Data string
 }
+
+// Plan is a session's task plan, always whole: each one replaces the last.
+type Plan struct {
+	Explanation string      `json:"explanation,omitempty"`
+	Entries     []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one step of a Plan.
+type PlanEntry struct {
+	Step string `json:"step"`
+	// Status is one of the Plan* statuses.
+	Status string `json:"status"`
+}
+
+// The statuses of a plan step, as the model and ACP spell them.
+const (
+	PlanPending    = "pending"
+	PlanInProgress = "in_progress"
+	PlanCompleted  = "completed"
+)
 
 // Exit is how a process ended.
 type Exit struct {

@@ -43,7 +43,9 @@ import (
 //  7. Model requests: the tool list is replaced by $TOOLS when it equals
 //     model-tools.json (followed by the session's MCP tools, mcp__…, shown
 //     in full), and the system prompt by $SYSTEM_PROMPT(cwd=…) when
-//     it equals system-prompt.txt with that cwd; a request repeating the
+//     it equals system-prompt.txt with that cwd and today's date as $DATE
+//     ($SYSTEM_PROMPT(cwd=…, git=…) in a repository, whose line is shown;
+//     the project instructions are shown after it in full); a request repeating the
 //     previous request of its tag says so instead of repeating the messages.
 //
 //  8. A session's updatedAt (session/list) becomes $TIME.
@@ -60,7 +62,11 @@ var (
 	uuidRE      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	spillDirRE  = regexp.MustCompile(`\$TMP/tmp/dsh-acp-spill-[^/"\s]+/s-[0-9]+`)
 	spillFileRE = regexp.MustCompile(`(\$SPILL/[A-Za-z0-9_.-]+?)-[0-9]+\.log`)
-	cwdRE       = regexp.MustCompile(`The session's working directory is (.*?)\. Every bash call`)
+	cwdRE       = regexp.MustCompile(`\n- Working directory: (.*?) \(every bash call`)
+	// gitRE is the repository line of the system prompt.
+	gitRE = regexp.MustCompile(`\n- Git repository: (.*)\n`)
+	// dateRE is the day's date in the system prompt.
+	dateRE = regexp.MustCompile(`\n- Date: [0-9]{4}-[0-9]{2}-[0-9]{2} \([A-Za-z]+\)\n`)
 	// ageRE is a task's age in /tasks.
 	ageRE = regexp.MustCompile(` · started [0-9hms.]+ ago · `)
 )
@@ -546,6 +552,9 @@ func finalUpdate(v any) (key string, ok bool) {
 	return fmt.Sprint(p["sessionId"], "/", u["toolCallId"]), st == "completed" || st == "failed"
 }
 
+// instructionsStart opens the project instructions in the system prompt.
+const instructionsStart = "\n# Project instructions\n"
+
 // systemPrompt applies the system-prompt part of rule 7 to one message.
 // summaryPromptStart opens the system prompt of a summary request.
 const summaryPromptStart = "You write the summary that replaces the older part of a conversation"
@@ -565,7 +574,19 @@ func systemPrompt(dir string, msg any, errs *[]error) any {
 		*errs = append(*errs, fmt.Errorf("system prompt does not name the session cwd: %.200q", content))
 		return msg
 	}
-	generic := strings.Replace(content, sub[0], "The session's working directory is $CWD. Every bash call", 1)
+	generic := strings.Replace(content, sub[0], "\n- Working directory: $CWD (every bash call", 1)
+	generic = dateRE.ReplaceAllString(generic, "\n- Date: $$DATE\n")
+	// A repository and project instructions are shown in the golden; the
+	// rest must be the pinned prompt.
+	args := "cwd=" + sub[1]
+	if g := gitRE.FindStringSubmatch(generic); g != nil {
+		args += ", git=" + g[1]
+		generic = strings.Replace(generic, g[0], "\n- Not a git repository\n", 1)
+	}
+	generic, instructions, _ := strings.Cut(generic, instructionsStart)
+	if instructions != "" {
+		instructions = "\n" + instructionsStart + instructions
+	}
 	same, pinned, err := sharedPrompt(dir, generic)
 	if err != nil {
 		*errs = append(*errs, err)
@@ -578,7 +599,7 @@ func systemPrompt(dir string, msg any, errs *[]error) any {
 	for k, v := range m {
 		out[k] = v
 	}
-	out["content"] = "$SYSTEM_PROMPT(cwd=" + sub[1] + ")"
+	out["content"] = "$SYSTEM_PROMPT(" + args + ")" + instructions
 	return out
 }
 

@@ -239,6 +239,10 @@ func (h *harness) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	if req.Notif {
 		return // session/update: the wire record has it
 	}
+	if req.Method == "fs/read_text_file" {
+		h.readTextFile(ctx, conn, req)
+		return
+	}
 	if req.Method != "session/request_permission" {
 		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "the transcript client does not offer " + req.Method})
 		return
@@ -247,6 +251,24 @@ func (h *harness) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	h.asked = append(h.asked, req)
 	h.permMu.Unlock()
 	h.answerPermissions(conn)
+}
+
+// readTextFile answers fs/read_text_file from the scenario's editor
+// buffers, as an editor serves an unsaved buffer; any other path is an
+// error, so the agent's own way of reading files shows.
+func (h *harness) readTextFile(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	var p struct {
+		Path string `json:"path"`
+	}
+	if req.Params != nil {
+		_ = json.Unmarshal(*req.Params, &p)
+	}
+	rel, err := filepath.Rel(h.root, p.Path)
+	if buf, ok := h.sc.editor[filepath.ToSlash(rel)]; err == nil && ok {
+		_ = conn.Reply(ctx, req.ID, map[string]any{"content": string(buf)})
+		return
+	}
+	_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: -32002, Message: "not open in the editor: " + p.Path})
 }
 
 func sessionOf(req *jsonrpc2.Request) string {

@@ -21,6 +21,7 @@ import (
 //	               (optional; the binary gets --base-url pointing at it)
 //	steps          what the client does, one JSON object per line
 //	files/<path>   files created under $TMP before the binary starts
+//	editor/<path>  buffers the client serves for fs/read_text_file ($TMP/<path>)
 //
 // "$TMP" in flags, script.jsonl, steps and files is replaced by the
 // scenario's temporary root before anything runs.
@@ -37,6 +38,9 @@ type scenario struct {
 	// no such route); nil means no endpoint (no --base-url).
 	models []byte
 	files  map[string][]byte
+	// editor holds the client's open buffers, by path under $TMP: what it
+	// answers to fs/read_text_file (any other path is an error).
+	editor map[string][]byte
 }
 
 // step is one line of the steps file; which fields apply depends on Op
@@ -46,11 +50,13 @@ type step struct {
 	// line is the steps file line, for messages.
 	line int
 
-	As      string          `json:"as,omitempty"`
-	Session string          `json:"session,omitempty"`
-	Cwd     string          `json:"cwd,omitempty"`
-	Mode    string          `json:"mode,omitempty"`
-	Text    string          `json:"text,omitempty"`
+	As      string `json:"as,omitempty"`
+	Session string `json:"session,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Mode    string `json:"mode,omitempty"`
+	Text    string `json:"text,omitempty"`
+	// Blocks, when set, is a prompt's content blocks instead of Text.
+	Blocks  json.RawMessage `json:"blocks,omitempty"`
 	ID      string          `json:"id,omitempty"`
 	Wait    *bool           `json:"wait,omitempty"`
 	Match   json.RawMessage `json:"match,omitempty"`
@@ -115,8 +121,13 @@ func parseScenario(name string, data []byte, root string) (*scenario, error) {
 			sc.steps = steps
 		case strings.HasPrefix(f.Name, "files/"):
 			sc.files[strings.TrimPrefix(f.Name, "files/")] = body
+		case strings.HasPrefix(f.Name, "editor/"):
+			if sc.editor == nil {
+				sc.editor = map[string][]byte{}
+			}
+			sc.editor[strings.TrimPrefix(f.Name, "editor/")] = body
 		default:
-			return nil, fmt.Errorf("%s: unknown section %q (want flags, script.jsonl, steps, files/…)", name, f.Name)
+			return nil, fmt.Errorf("%s: unknown section %q (want flags, script.jsonl, steps, files/…, editor/…)", name, f.Name)
 		}
 	}
 	if sc.script == nil || sc.steps == nil {

@@ -75,10 +75,11 @@ func (h *harness) do(s step) error {
 		_, err := h.callWait("session/set_mode", map[string]any{"sessionId": h.sid(s.Session), "modeId": s.Mode})
 		return err
 	case "prompt":
-		params := map[string]any{
-			"sessionId": h.sid(s.Session),
-			"prompt":    []any{map[string]any{"type": "text", "text": s.Text}},
+		var blocks any = []any{map[string]any{"type": "text", "text": s.Text}}
+		if s.Blocks != nil {
+			blocks = s.Blocks
 		}
+		params := map[string]any{"sessionId": h.sid(s.Session), "prompt": blocks}
 		c, err := h.call("session/prompt", params)
 		if err != nil {
 			return err

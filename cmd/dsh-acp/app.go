@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,10 +20,12 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/agent/scripted"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/userdir"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/permission/project"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
@@ -248,14 +251,17 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		Sessions:   a.sessions,
 		OnShutdown: a.endCommands,
 		Loop: &agent.Loop{
-			Provider:      provider,
-			Tools:         a.toolset.Tools(),
-			MaxRequests:   cfg.maxRequests,
-			OS:            runtime.GOOS,
-			ContextWindow: cfg.window(),
-			CompactAt:     cfg.compactAt,
-			Model:         modelName(cfg),
-			Price:         cfg.prices,
+			Provider: provider,
+			// The bash tools, then the plan the editor shows.
+			Tools:       append(a.toolset.Tools(), tools.UpdatePlan()),
+			MaxRequests: cfg.maxRequests,
+			OS:          runtime.GOOS,
+			// The user's own AGENTS.md, read before every project's.
+			UserInstructions: userInstructions(cfg.getenv, log),
+			ContextWindow:    cfg.window(),
+			CompactAt:        cfg.compactAt,
+			Model:            modelName(cfg),
+			Price:            cfg.prices,
 			// A scripted run asks no endpoint and costs nothing.
 			NoBuiltinPrices: cfg.script != "",
 			Tasks:           a.toolset,
@@ -381,4 +387,20 @@ func openStore(cfg *config, log *zap.Logger) (*store.Store, error) {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	return st, nil
+}
+
+// userInstructions is the path of the user's own AGENTS.md in the config
+// directory of the environment the config was parsed from (nil: an empty
+// one, as for the state directory); empty (none is read) when there is no
+// such directory.
+func userInstructions(getenv env, log *zap.Logger) string {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	dir, err := userdir.ConfigDirFor(runtime.GOOS, getenv)
+	if err != nil {
+		log.Info("no user AGENTS.md: no config directory", zap.Error(err))
+		return ""
+	}
+	return filepath.Join(dir, agent.AgentsFile)
 }

@@ -453,10 +453,47 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 			p.execute[u.ToolCall.ToolCallId] = true
 		}
 		p.write(p.style(ansiBold, line) + "\n")
+		if u.ToolCall.Kind == acpsdk.ToolKindRead && u.ToolCall.Status == acpsdk.ToolCallStatusCompleted {
+			// Done when shown (the instruction files read): what it read.
+			p.readList(u.ToolCall.Content)
+		}
 	case u.ToolCallUpdate != nil:
 		p.toolUpdate(u.ToolCallUpdate)
+	case u.Plan != nil:
+		p.plan(u.Plan.Entries)
 	}
 	return nil
+}
+
+// readList prints the lines of a finished read call's text, indented.
+func (p *printer) readList(content []acpsdk.ToolCallContent) {
+	for _, c := range content {
+		if c.Content == nil || c.Content.Content.Text == nil {
+			continue
+		}
+		for _, l := range strings.Split(c.Content.Content.Text.Text, "\n") {
+			p.write(p.style(ansiDim, "  "+l) + "\n")
+		}
+	}
+}
+
+// plan prints the whole plan, one step a line, as /plan shows it.
+func (p *printer) plan(entries []acpsdk.PlanEntry) {
+	p.inThought = false
+	p.newline()
+	var b strings.Builder
+	b.WriteString("• Plan\n")
+	for _, e := range entries {
+		mark := "[ ]"
+		switch e.Status {
+		case acpsdk.PlanEntryStatusCompleted:
+			mark = "[x]"
+		case acpsdk.PlanEntryStatusInProgress:
+			mark = "[>]"
+		}
+		b.WriteString("  " + mark + " " + e.Content + "\n")
+	}
+	p.write(b.String())
 }
 
 func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {

@@ -353,3 +353,50 @@ func stateEnv(t *testing.T) func(string) string {
 		return ""
 	}
 }
+
+// TestExecInstructionsAndPlan: exec names the instruction files it read —
+// the user's (from the config directory of its environment) and the
+// cwd's — and prints each plan the model sends as a list.
+func TestExecInstructionsAndPlan(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir, cfgHome, state := t.TempDir(), t.TempDir(), t.TempDir()
+	for path, text := range map[string]string{
+		filepath.Join(dir, "AGENTS.md"):                "cwd rules\n",
+		filepath.Join(cfgHome, "dsh-acp", "AGENTS.md"): "user rules\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func(k string) string {
+		switch k {
+		case "DSH_STATE_DIR":
+			return state
+		case "XDG_CONFIG_HOME":
+			return cfgHome
+		}
+		return ""
+	}
+	script := writeScript(t,
+		`{"tool_calls":[{"name":"update_plan","arguments":{"plan":[{"step":"Read","status":"completed"},{"step":"Fix","status":"in_progress"},{"step":"Test","status":"pending"}]}}]}`,
+		`{"text":"Planned."}`)
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"exec", "--script", script, "--cwd", dir, "plan it"}, nil, &out, &errb, env); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	got := out.String()
+	user := filepath.Join(cfgHome, "dsh-acp", "AGENTS.md")
+	for _, want := range []string{"• Read project instructions\n  " + user + "\n  " + filepath.Join(dir, "AGENTS.md") + "\n", "• Plan\n  [x] Read\n  [>] Fix\n  [ ] Test\n", "Planned."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\n--- output:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "update_plan") || strings.Contains(got, "Plan updated") {
+		t.Errorf("the plan tool call was shown:\n%s", got)
+	}
+}

@@ -39,6 +39,7 @@ const (
 	KindAlwaysAllow Kind = "always_allow"
 	KindMode        Kind = "mode"
 	KindCwd         Kind = "cwd"
+	KindPlan        Kind = "plan"
 )
 
 // Entry is one line of a session file after the header.
@@ -109,6 +110,9 @@ type ToolResult struct {
 	// Status is the call's final status ("completed", "failed").
 	Status  string          `json:"status,omitempty"`
 	Content json.RawMessage `json:"content,omitempty"`
+	// Hidden: the editor was shown no tool call for it (a plan update, shown
+	// by its Plan entry).
+	Hidden bool `json:"hidden,omitempty"`
 }
 
 // Notice states. A notice is queued when a task ends and delivered when it
@@ -202,6 +206,18 @@ type Mode struct {
 	Mode string `json:"mode"`
 }
 
+// Plan is the session's whole plan, replacing the previous one.
+type Plan struct {
+	Explanation string      `json:"explanation,omitempty"`
+	Entries     []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one step of a Plan.
+type PlanEntry struct {
+	Step   string `json:"step"`
+	Status string `json:"status"`
+}
+
 // Cwd is a change of the session's working directory (a load with another
 // cwd).
 type Cwd struct {
@@ -221,6 +237,7 @@ func (TaskEnded) Kind() Kind   { return KindTaskEnded }
 func (AlwaysAllow) Kind() Kind { return KindAlwaysAllow }
 func (Mode) Kind() Kind        { return KindMode }
 func (Cwd) Kind() Kind         { return KindCwd }
+func (Plan) Kind() Kind        { return KindPlan }
 
 // ErrUnknownKind is returned by Decode for a kind this version does not know.
 var ErrUnknownKind = errors.New("unknown entry kind")
@@ -254,6 +271,8 @@ func newPayload(k Kind) Payload {
 		return &Mode{}
 	case KindCwd:
 		return &Cwd{}
+	case KindPlan:
+		return &Plan{}
 	}
 	return nil
 }
@@ -294,6 +313,8 @@ func (e Entry) Decode() (Payload, error) {
 	case *Mode:
 		return *v, nil
 	case *Cwd:
+		return *v, nil
+	case *Plan:
 		return *v, nil
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownKind, e.Kind)
