@@ -113,7 +113,7 @@ func TestHelpCommand(t *testing.T) {
 	want := map[string]string{
 		"exec": "Exit codes:", "sessions": "sessions show ID", "rules": "rules rm N",
 		"config": "Precedence: flag > environment", "completion": "bash|zsh|fish",
-		"serve": "--base-url", "help": "dsh-acp help [COMMAND]", "version": "dsh-acp version",
+		"serve": "--base-url", "login": "dsh-acp login [--base-url URL]", "logout": "dsh-acp logout", "help": "dsh-acp help [COMMAND]", "version": "dsh-acp version",
 	}
 	for _, c := range commandTable() {
 		code, out, errb := execRun(t, stateEnv(t), nil, "help", c.name)
