@@ -18,17 +18,19 @@ const module = "github.com/dsh-acp/dsh-acp/"
 // forbidden maps a package to import paths (or prefixes ending in "/") it
 // must not depend on, directly or indirectly.
 var forbidden = map[string][]string{
-	"executor":           {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools"},
-	"tools":              {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
-	"tools/bashtool":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
-	"tools/mcptool":      {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission"},
-	"permission":         {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor"},
-	"agent":              {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
-	"agent/openai":       {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
-	"agent/scripted":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
-	"sessions":           {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool"},
-	"sessions/store":     {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
-	"acp":                {module + "executor", module + "tools/bashtool", module + "cmd/"},
+	"executor":       {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools"},
+	"tools":          {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
+	"tools/bashtool": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
+	"tools/mcptool":  {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission"},
+	"permission":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor"},
+	"agent":          {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
+	"agent/openai":   {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
+	"agent/scripted": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
+	"sessions":       {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool"},
+	"sessions/store": {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
+	"acp":            {module + "executor", module + "tools/bashtool", module + "cmd/"},
+	// What a command changed is measured from the files alone.
+	"changes":            {"github.com/coder/acp-go-sdk", module},
 	"internal/logbridge": {module + "acp", module + "agent"},
 	// The shared test helpers stand below everything they help test.
 	"internal/testutil": {module},
