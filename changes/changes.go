@@ -143,7 +143,7 @@ func New(opts Options) *Tracker {
 func (t *Tracker) Begin(k Key) *Mark {
 	start := time.Now()
 	tr := t.tree(k)
-	base, ok := tr.latest()
+	base, ok := tr.begin()
 	if !ok {
 		return nil
 	}
@@ -210,35 +210,50 @@ func (m *Mark) End() []Change {
 	if m == nil {
 		return nil
 	}
-	cur, ok := m.tree.refresh()
-	if !ok {
-		return nil
-	}
-	return diff(m.tree.root, m.base, cur, m.start.Add(-clockSlack).UnixNano())
+	return m.tree.end(m.base, m.start.Add(-clockSlack).UnixNano())
 }
 
+// deletedClaim is the ctime a claim records for a file deleted.
+const deletedClaim = -1
+
 // diff lists the files that differ between two snapshots of root, leaving
-// out the created and changed ones whose ctime is before since.
-func diff(root string, before, after *snapshot, since int64) []Change {
+// out the created and changed ones whose ctime is before since, and those
+// whose same version was already claimed by another command that ended in
+// the meantime (the claims are rel → ctime). It claims what it lists.
+func diff(root string, before, after *snapshot, since int64, claimed map[string]int64) []Change {
 	var out []Change
 	for rel, a := range after.files {
 		b, ok := before.files[rel]
+		if c, done := claimed[rel]; done && c == a.ctime {
+			continue
+		}
+		var ch Change
 		switch {
 		case a.ctime < since:
 			// Not changed since the command started.
+			continue
 		case !ok:
-			out = append(out, Change{Path: join(root, rel), Op: Created, New: a.side()})
+			ch = Change{Path: join(root, rel), Op: Created, New: a.side()}
 		case b.known && a.known && b.text == a.text:
 			// Unchanged, touched, or rewritten with the same bytes.
+			continue
 		case (!b.known || !a.known) && b.sameStat(a):
+			continue
 		default:
-			out = append(out, Change{Path: join(root, rel), Op: Modified, Old: b.side(), New: a.side()})
+			ch = Change{Path: join(root, rel), Op: Modified, Old: b.side(), New: a.side()}
 		}
+		claimed[rel] = a.ctime
+		out = append(out, ch)
 	}
 	for rel, b := range before.files {
-		if _, ok := after.files[rel]; !ok {
-			out = append(out, Change{Path: join(root, rel), Op: Deleted, Old: b.side()})
+		if _, ok := after.files[rel]; ok {
+			continue
 		}
+		if c, done := claimed[rel]; done && c == deletedClaim {
+			continue
+		}
+		claimed[rel] = deletedClaim
+		out = append(out, Change{Path: join(root, rel), Op: Deleted, Old: b.side()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

@@ -82,35 +82,60 @@ type tree struct {
 	// used is the Tracker's clock at the last use; guarded by Tracker.mu.
 	used uint64
 
-	// mu serializes the tree's walks and guards cur and tooBig.
+	// mu serializes the tree's walks and guards the fields below.
 	mu     sync.Mutex
 	cur    *snapshot
 	tooBig bool
+	// open counts the commands measured and not ended yet. While one is,
+	// claimed keeps what the others that ended reported (path → ctime, or
+	// deletedClaim): a command running beside them (a background task)
+	// does not report the same change again.
+	open    int
+	claimed map[string]int64
 }
 
 func newTree(root string, opts Options, global []gitignore.Pattern) *tree {
 	return &tree{root: root, opts: opts, global: global}
 }
 
-// latest returns the latest snapshot, walking the tree first only if it
-// has none.
-func (tr *tree) latest() (*snapshot, bool) {
+// begin returns the latest snapshot, walking the tree first only if it has
+// none, and counts a command as open.
+func (tr *tree) begin() (*snapshot, bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if tr.cur != nil {
-		return tr.cur, true
+	cur, ok := tr.cur, tr.cur != nil
+	if !ok {
+		cur, ok = tr.refreshLocked()
 	}
-	return tr.refreshLocked()
+	if ok {
+		tr.open++
+	}
+	return cur, ok
 }
 
-// refresh walks the tree, reusing the latest snapshot's content for files
-// whose stat data did not change, and makes the result the latest.
-func (tr *tree) refresh() (*snapshot, bool) {
+// end walks the tree and lists what changed since base, for a command
+// that started at since.
+func (tr *tree) end(base *snapshot, since int64) []Change {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return tr.refreshLocked()
+	tr.open--
+	cur, ok := tr.refreshLocked()
+	if !ok {
+		return nil
+	}
+	if tr.claimed == nil {
+		tr.claimed = map[string]int64{}
+	}
+	cs := diff(tr.root, base, cur, since, tr.claimed)
+	if tr.open <= 0 {
+		tr.open, tr.claimed = 0, nil
+	}
+	return cs
 }
 
+// refreshLocked walks the tree, reusing the latest snapshot's content for
+// files whose stat data did not change, and makes the result the latest.
+// The caller holds tr.mu.
 func (tr *tree) refreshLocked() (*snapshot, bool) {
 	if tr.tooBig {
 		return nil, false

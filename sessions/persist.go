@@ -110,6 +110,8 @@ type ToolView struct {
 	RawInput json.RawMessage
 	Status   string
 	Content  json.RawMessage
+	// Locations is JSON: the files the call changed, for the editor.
+	Locations json.RawMessage
 }
 
 // AddMessage records a message of a turn as it is produced: the model's
@@ -128,6 +130,7 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 		r := store.ToolResult{CallID: m.ToolCallID, Text: m.Content, IsError: isError}
 		if view != nil {
 			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content = view.Title, view.Kind, view.RawInput, view.Status, view.Content
+			r.Locations = view.Locations
 		}
 		s.noteSeq(s.persist(r))
 	}

@@ -60,6 +60,8 @@ type config struct {
 	defaultMode    string
 	sandboxRead    stringList
 	sandboxNetwork bool
+	// diffs is --diffs: "on" (the default) or "off".
+	diffs string
 
 	mcpStartTimeout  time.Duration
 	mcpTimeout       time.Duration
@@ -122,6 +124,7 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.defaultMode, "default-mode", "ask", "the `MODE` a new session starts in: ask, sandbox (Auto in sandbox; refuses to start without a sandbox) or auto (Full access)")
 	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
 	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")
+	fs.StringVar(&cfg.diffs, "diffs", "on", "`on|off`: show the editor what each command changed (diffs of the files under the session's directory)")
 	fs.BoolVar(&cfg.noPersist, "no-persist", false, "keep sessions in memory only: nothing is stored, listed after a restart, loaded or resumed")
 	return fs
 }
@@ -285,6 +288,11 @@ func (c *config) validate() error {
 	case "", "on", "off":
 	default:
 		return fmt.Errorf("--sandbox must be on or off, got %q", c.sandbox)
+	}
+	switch c.diffs {
+	case "on", "off":
+	default:
+		return fmt.Errorf("--diffs must be on or off, got %q", c.diffs)
 	}
 	switch c.defaultMode {
 	case "ask", "auto":

@@ -104,6 +104,9 @@ type ToolResult struct {
 	// Status is the call's final status ("completed", "failed").
 	Status  string          `json:"status,omitempty"`
 	Content json.RawMessage `json:"content,omitempty"`
+	// Locations is opaque JSON: the files the call changed (ACP's
+	// locations), for the editor to follow.
+	Locations json.RawMessage `json:"locations,omitempty"`
 }
 
 // Notice states. A notice is queued when a task ends and delivered when it

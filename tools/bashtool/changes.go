@@ -1,0 +1,212 @@
+package bashtool
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/dsh-acp/dsh-acp/changes"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// What the editor is shown of a call's changes.
+const (
+	// maxShownFiles files are shown in full; the rest are counted.
+	maxShownFiles = 20
+	// maxDiffBytes bounds the diffs' texts of one call, as JSON-encoded
+	// bytes, so a stored session grows by less than 1 MiB per call; a file
+	// past it is shown by its sizes.
+	maxDiffBytes = 768 << 10
+)
+
+// measure starts measuring what a command of caller changes; nil when
+// diffs are off or the caller has no directory.
+func measure(tr *changes.Tracker, caller tools.Caller) *changes.Mark {
+	if tr == nil || caller.Cwd == "" {
+		return nil
+	}
+	return tr.Begin(changes.Key{Session: caller.SessionID, Root: caller.Cwd})
+}
+
+// withChanges adds what a command changed to its result: the count to the
+// raw output, the diffs and locations for the editor.
+func withChanges(r tools.Result, cs []changes.Change) tools.Result {
+	if len(cs) == 0 {
+		return r
+	}
+	if raw, ok := r.Raw.(RawOutput); ok {
+		raw.ChangedFiles = len(cs)
+		r.Raw = raw
+	}
+	r.Changes, r.Locations = shownChanges(cs)
+	return r
+}
+
+// shownChanges is the editor's view of cs: the first maxShownFiles files,
+// each a diff or a line, then one line counting the rest; a location for
+// each shown file that still exists.
+func shownChanges(cs []changes.Change) ([]tools.Change, []tools.Location) {
+	var out []tools.Change
+	var locs []tools.Location
+	budget := maxDiffBytes
+	for i, c := range cs {
+		if i == maxShownFiles {
+			out = append(out, tools.Change{Line: fmt.Sprintf("… and %d more files changed", len(cs)-i)})
+			break
+		}
+		shown, size := shownChange(c, budget)
+		budget -= size
+		out = append(out, shown)
+		if c.Op != changes.Deleted {
+			locs = append(locs, tools.Location{Path: c.Path, Line: firstChangedLine(c)})
+		}
+	}
+	return out, locs
+}
+
+// shownChange is one file: a diff when both sides are known text and fit
+// the budget (its encoded size is returned), else a line.
+func shownChange(c changes.Change, budget int) (tools.Change, int) {
+	if diffable(c) {
+		size := jsonLen(c.Old.Text) + jsonLen(c.New.Text)
+		if size <= budget {
+			ch := tools.Change{Path: c.Path, NewText: c.New.Text}
+			if c.Op != changes.Created {
+				old := c.Old.Text
+				ch.OldText = &old
+			}
+			return ch, size
+		}
+	}
+	return tools.Change{Path: c.Path, Line: changeLine(c)}, 0
+}
+
+func diffable(c changes.Change) bool {
+	switch c.Op {
+	case changes.Created:
+		return c.New.Known
+	case changes.Deleted:
+		return c.Old.Known
+	}
+	return c.Old.Known && c.New.Known
+}
+
+// changeLine says what happened to a file shown without a diff.
+func changeLine(c changes.Change) string {
+	if c.Old.Binary || c.New.Binary {
+		what := "changed"
+		switch c.Op {
+		case changes.Created:
+			what = "created"
+		case changes.Deleted:
+			what = "deleted"
+		}
+		return c.Path + ": binary file " + what
+	}
+	switch c.Op {
+	case changes.Created:
+		return fmt.Sprintf("%s: created (%s)", c.Path, kib(c.New.Size))
+	case changes.Deleted:
+		return fmt.Sprintf("%s: deleted (%s)", c.Path, kib(c.Old.Size))
+	}
+	return fmt.Sprintf("%s: %s → %s", c.Path, kib(c.Old.Size), kib(c.New.Size))
+}
+
+// kib is a size in whole KiB, rounded up (a non-empty file is never 0 KiB).
+func kib(n int64) string {
+	return fmt.Sprintf("%d KiB", (n+1023)/1024)
+}
+
+// firstChangedLine is the 0-based line of a file's first change: 0 for a
+// new text file, nil when the file is not text.
+func firstChangedLine(c changes.Change) *int {
+	if !c.New.Known {
+		return nil
+	}
+	line := 0
+	if c.Old.Known {
+		old, cur := c.Old.Text, c.New.Text
+		n := 0
+		for n < len(old) && n < len(cur) && old[n] == cur[n] {
+			n++
+		}
+		line = strings.Count(old[:n], "\n")
+	}
+	return &line
+}
+
+func jsonLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b)
+}
+
+// pendingChanges holds what background tasks changed from their start until
+// the bash_output call that reports their end takes it. A task's changes are
+// measured as it ends, on the executor's goroutine for that task and before
+// its completion notice is queued, so a command that runs after the notice
+// never sees them as its own.
+type pendingChanges struct {
+	// mu guards tasks.
+	mu    sync.Mutex
+	tasks map[string]*taskChanges
+}
+
+// taskChanges is one background task's measure, made once.
+type taskChanges struct {
+	once sync.Once
+	mark *changes.Mark
+	cs   []changes.Change
+}
+
+func (t *taskChanges) result() []changes.Change {
+	t.once.Do(func() {
+		t.cs = t.mark.End()
+		t.mark = nil
+	})
+	return t.cs
+}
+
+func (p *pendingChanges) add(id string, m *changes.Mark) {
+	if m == nil || id == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tasks == nil {
+		p.tasks = map[string]*taskChanges{}
+	}
+	p.tasks[id] = &taskChanges{mark: m}
+}
+
+func (p *pendingChanges) get(id string) *taskChanges {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tasks[id]
+}
+
+// ended measures a task that just ended; a task that never ran is dropped.
+func (p *pendingChanges) ended(id string, ran bool) {
+	t := p.get(id)
+	if t == nil {
+		return
+	}
+	if !ran {
+		p.take(id)
+		return
+	}
+	t.result()
+}
+
+// take returns what an ended task changed, once; it measures the task now
+// if its end has not been handled yet.
+func (p *pendingChanges) take(id string) []changes.Change {
+	p.mu.Lock()
+	t := p.tasks[id]
+	delete(p.tasks, id)
+	p.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	return t.result()
+}
