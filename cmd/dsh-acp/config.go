@@ -259,6 +259,15 @@ func (c *config) limits() executor.Limits {
 	return l
 }
 
+// onOff checks a flag that is on or off (empty: its default).
+func onOff(name, v string) error {
+	switch v {
+	case "", "on", "off":
+		return nil
+	}
+	return fmt.Errorf("--%s must be on or off, got %q", name, v)
+}
+
 func (c *config) validate() error {
 	if c.maxRequests <= 0 {
 		return fmt.Errorf("--max-requests must be positive, got %d", c.maxRequests)
@@ -284,15 +293,8 @@ func (c *config) validate() error {
 	if c.mcpStartTimeout <= 0 || c.mcpTimeout <= 0 {
 		return errors.New("--mcp-start-timeout and --mcp-timeout must be positive")
 	}
-	switch c.sandbox {
-	case "", "on", "off":
-	default:
-		return fmt.Errorf("--sandbox must be on or off, got %q", c.sandbox)
-	}
-	switch c.diffs {
-	case "on", "off":
-	default:
-		return fmt.Errorf("--diffs must be on or off, got %q", c.diffs)
+	if err := errors.Join(onOff("sandbox", c.sandbox), onOff("diffs", c.diffs)); err != nil {
+		return err
 	}
 	switch c.defaultMode {
 	case "ask", "auto":

@@ -1,10 +1,10 @@
 package bashtool
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -136,9 +136,21 @@ func firstChangedLine(c changes.Change) *int {
 	return &line
 }
 
+// jsonLen is the length of s as encoding/json writes it (quotes, escapes,
+// HTML-safe < > &, U+2028 and U+2029), without writing it.
 func jsonLen(s string) int {
-	b, _ := json.Marshal(s)
-	return len(b)
+	n := 2
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+			n += 2
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+			n += 6
+		default:
+			n += utf8.RuneLen(r)
+		}
+	}
+	return n
 }
 
 // pendingChanges holds what background tasks changed from their start until
