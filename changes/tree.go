@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,12 +32,16 @@ var errTooBig = errors.New("too many files")
 
 // entry is one regular file of a snapshot.
 type entry struct {
+	// rel is the entry's key in its snapshot.
+	rel   string
 	size  int64
 	mtime int64
 	ino   uint64
 	// ctime is when the file last changed, data or metadata (ns).
 	ctime int64
-	mode  fs.FileMode
+	mode  uint32
+	// regular: a regular file (statAt's answer; only those are kept).
+	regular bool
 	// racy: read too close to its mtime; the next walk reads it again.
 	racy bool
 	// known: text holds the whole content.
@@ -60,18 +63,13 @@ func (e entry) side() Side {
 // while later walks make new ones.
 type snapshot struct {
 	files map[string]entry
-	// keys holds each key of files once, so a walk can reuse the string
-	// for a path it finds again.
-	keys map[string]string
 }
 
-// lookup finds a file by its path as bytes, without allocating.
-func (s *snapshot) lookup(key []byte) (string, entry, bool) {
-	k, ok := s.keys[string(key)]
-	if !ok {
-		return "", entry{}, false
-	}
-	return k, s.files[k], true
+// lookup finds a file by its path as bytes, without allocating; the entry
+// holds the path as a string, for the next snapshot to reuse.
+func (s *snapshot) lookup(key []byte) (entry, bool) {
+	e, ok := s.files[string(key)]
+	return e, ok
 }
 
 // tree is one key's root and its latest snapshot.
@@ -175,7 +173,7 @@ func (tr *tree) walk(prev *snapshot) (*snapshot, error) {
 	if prev == nil {
 		prev = &snapshot{}
 	}
-	w := &walker{tr: tr, prev: prev, next: &snapshot{files: make(map[string]entry, len(prev.files)), keys: make(map[string]string, len(prev.files))}, start: time.Now()}
+	w := &walker{tr: tr, prev: prev, next: &snapshot{files: make(map[string]entry, len(prev.files))}, start: time.Now()}
 	w.group.SetLimit(walkers)
 	domain, ignore, err := w.repoPatterns()
 	if err != nil {
@@ -241,7 +239,12 @@ func repoTop(dir string) string {
 // ignore the rules of the directories above it. Subdirectories go to other
 // goroutines while there are free ones.
 func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore.Pattern) error {
-	ents, err := os.ReadDir(abs)
+	d, err := os.Open(abs)
+	var ents []os.DirEntry
+	if err == nil {
+		defer d.Close()
+		ents, err = d.ReadDir(-1)
+	}
 	if err != nil {
 		if rel == "" {
 			return fmt.Errorf("changes: read %s: %w", abs, err)
@@ -249,6 +252,7 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 		// A directory the agent cannot read is not measured; the rest is.
 		return nil
 	}
+	dirfd := int(d.Fd())
 	if w.count.Add(int64(len(ents))) > int64(w.tr.opts.MaxFiles) {
 		return errTooBig
 	}
@@ -290,8 +294,8 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 				}
 			}
 		case de.Type().IsRegular():
-			if info, err := de.Info(); err == nil {
-				w.file(key, abs, info)
+			if e, err := statAt(dirfd, name); err == nil && e.regular {
+				w.file(key, abs, name, e)
 			}
 		}
 	}
@@ -301,12 +305,11 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 // file records one regular file, reusing the previous snapshot's entry when
 // its stat data did not change (and it was not read too close to its
 // mtime).
-func (w *walker) file(key []byte, dir string, info fs.FileInfo) {
-	e := entry{size: info.Size(), mtime: info.ModTime().UnixNano(), mode: info.Mode()}
-	e.ino, e.ctime = statIDs(info)
+func (w *walker) file(key []byte, dir, name string, e entry) {
 	// The previous snapshot's key string is reused: no allocation for a
 	// file that did not change.
-	rel, p, ok := w.prev.lookup(key)
+	p, ok := w.prev.lookup(key)
+	rel := p.rel
 	if ok && p.sameStat(e) && !p.racy {
 		p.ctime = e.ctime
 		if w.keep(rel, p) {
@@ -316,8 +319,9 @@ func (w *walker) file(key []byte, dir string, info fs.FileInfo) {
 	if !ok {
 		rel = string(key)
 	}
-	e.racy = w.start.Sub(info.ModTime()) < racyWindow
-	w.read(filepath.Join(dir, info.Name()), &e)
+	e.rel = rel
+	e.racy = w.start.UnixNano()-e.mtime < int64(racyWindow)
+	w.read(filepath.Join(dir, name), &e)
 	w.keep(rel, e)
 }
 
@@ -333,7 +337,6 @@ func (w *walker) keep(rel string, e entry) bool {
 		w.kept += e.size
 	}
 	w.next.files[rel] = e
-	w.next.keys[rel] = rel
 	return true
 }
 
