@@ -202,11 +202,17 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	}
 	a.sessions = sessions.New(sessions.Options{
 		OnClose: func(id string) {
+			if n := ex.KillOwned(id); n > 0 {
+				log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
+			}
+			// What the session's commands changed is nobody's to read
+			// any more (a task still ending measures into a tree no longer
+			// kept).
 			if tracker != nil {
 				tracker.Forget(id)
 			}
-			if n := ex.KillOwned(id); n > 0 {
-				log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
+			if a.toolset != nil {
+				a.toolset.Forget(id)
 			}
 		},
 		Store:       st,

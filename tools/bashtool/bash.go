@@ -131,7 +131,7 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 	res, err := t.runner.Run(ctx, spec)
 	// Measured whatever the outcome: an aborted command may have changed
 	// files before it was stopped.
-	return withChanges(t.runResult(ctx, args, raw, res, err), mark.End())
+	return withChanges(t.runResult(ctx, args, raw, res, err), show(mark.End()))
 }
 
 // runResult is a foreground run's result.
@@ -180,7 +180,7 @@ func (t *bashTool) start(caller tools.Caller, spec executor.Spec, raw RawOutput,
 	spec.Observe = nil
 	id, err := t.runner.Start(spec)
 	if err == nil {
-		t.pending.add(id, mark)
+		t.pending.add(id, caller.SessionID, mark)
 	}
 	raw.TaskID = id
 	if id != "" {

@@ -158,6 +158,12 @@ func (s *Set) Close() error {
 	return nil
 }
 
+// Forget drops what the session's background tasks changed and no
+// bash_output reported: the session closed.
+func (s *Set) Forget(sessionID string) {
+	s.pending.forget(sessionID)
+}
+
 // taskEnded turns an owned task's end into a notice for its session. An
 // unowned task has nobody to tell, and a Failed one was already reported as
 // an error result when it was started.

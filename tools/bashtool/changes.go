@@ -29,17 +29,31 @@ func measure(tr *changes.Tracker, caller tools.Caller) *changes.Mark {
 	return tr.Begin(changes.Key{Session: caller.SessionID, Root: caller.Cwd})
 }
 
+// shown is what the editor is shown of a command's changes.
+type shown struct {
+	// count is how many files changed in all.
+	count     int
+	changes   []tools.Change
+	locations []tools.Location
+}
+
+func show(cs []changes.Change) shown {
+	s := shown{count: len(cs)}
+	s.changes, s.locations = shownChanges(cs)
+	return s
+}
+
 // withChanges adds what a command changed to its result: the count to the
 // raw output, the diffs and locations for the editor.
-func withChanges(r tools.Result, cs []changes.Change) tools.Result {
-	if len(cs) == 0 {
+func withChanges(r tools.Result, s shown) tools.Result {
+	if s.count == 0 {
 		return r
 	}
 	if raw, ok := r.Raw.(RawOutput); ok {
-		raw.ChangedFiles = len(cs)
+		raw.ChangedFiles = s.count
 		r.Raw = raw
 	}
-	r.Changes, r.Locations = shownChanges(cs)
+	r.Changes, r.Locations = s.changes, s.locations
 	return r
 }
 
@@ -164,22 +178,24 @@ type pendingChanges struct {
 	tasks map[string]*taskChanges
 }
 
-// taskChanges is one background task's measure, made once.
+// taskChanges is one background task's measure, made once and kept as the
+// editor will be shown it (so at most what one call shows).
 type taskChanges struct {
-	once sync.Once
-	mark *changes.Mark
-	cs   []changes.Change
+	owner string
+	once  sync.Once
+	mark  *changes.Mark
+	shown shown
 }
 
-func (t *taskChanges) result() []changes.Change {
+func (t *taskChanges) result() shown {
 	t.once.Do(func() {
-		t.cs = t.mark.End()
+		t.shown = show(t.mark.End())
 		t.mark = nil
 	})
-	return t.cs
+	return t.shown
 }
 
-func (p *pendingChanges) add(id string, m *changes.Mark) {
+func (p *pendingChanges) add(id, owner string, m *changes.Mark) {
 	if m == nil || id == "" {
 		return
 	}
@@ -188,7 +204,7 @@ func (p *pendingChanges) add(id string, m *changes.Mark) {
 	if p.tasks == nil {
 		p.tasks = map[string]*taskChanges{}
 	}
-	p.tasks[id] = &taskChanges{mark: m}
+	p.tasks[id] = &taskChanges{owner: owner, mark: m}
 }
 
 func (p *pendingChanges) get(id string) *taskChanges {
@@ -212,13 +228,24 @@ func (p *pendingChanges) ended(id string, ran bool) {
 
 // take returns what an ended task changed, once; it measures the task now
 // if its end has not been handled yet.
-func (p *pendingChanges) take(id string) []changes.Change {
+func (p *pendingChanges) take(id string) shown {
 	p.mu.Lock()
 	t := p.tasks[id]
 	delete(p.tasks, id)
 	p.mu.Unlock()
 	if t == nil {
-		return nil
+		return shown{}
 	}
 	return t.result()
+}
+
+// forget drops what owner's tasks changed: nobody will read it.
+func (p *pendingChanges) forget(owner string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, t := range p.tasks {
+		if t.owner == owner {
+			delete(p.tasks, id)
+		}
+	}
 }
