@@ -171,3 +171,31 @@ func TestTooManyFiles(t *testing.T) {
 		t.Errorf("Begin on a missing root = %v, want nil", m)
 	}
 }
+
+// Past the content budget a file is tracked by its stat data alone: its
+// change is still found, without the texts.
+func TestContentBudget(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	write(t, filepath.Join(root, "a.txt"), "0123456789\n")
+	write(t, filepath.Join(root, "b.txt"), "0123456789\n")
+	tr := changes.New(changes.Options{ContentBudget: 15})
+	m := tr.Begin(changes.Key{Session: "s", Root: root})
+	run(t, root, "echo changed > a.txt; echo changed > b.txt")
+	cs := m.End()
+	if len(cs) != 2 {
+		t.Fatalf("%d changes, want 2: %+v", len(cs), cs)
+	}
+	known := 0
+	for _, c := range cs {
+		if c.Op != changes.Modified {
+			t.Errorf("%s: %v, want modified", c.Path, c.Op)
+		}
+		if c.Old.Known {
+			known++
+		}
+	}
+	if known != 1 {
+		t.Errorf("%d files with a known old text, want 1 (the budget holds one)", known)
+	}
+}

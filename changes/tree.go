@@ -162,11 +162,12 @@ type walker struct {
 	group  errgroup.Group
 	count  atomic.Int64
 
-	// mu guards next and kept.
+	// kept is the content bytes the new snapshot holds so far.
+	kept atomic.Int64
+
+	// mu guards next.
 	mu   sync.Mutex
 	next *snapshot
-	// kept is the content bytes the new snapshot holds so far.
-	kept int64
 }
 
 func (tr *tree) walk(prev *snapshot) (*snapshot, error) {
@@ -268,6 +269,8 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 	scratch := make([]string, len(domain)+1)
 	copy(scratch, domain)
 	var key []byte
+	batch := make([]entry, 0, len(ents))
+	defer func() { w.keepAll(batch) }()
 	for _, de := range ents {
 		name := de.Name()
 		if name == ".git" {
@@ -295,7 +298,7 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 			}
 		case de.Type().IsRegular():
 			if e, err := statAt(dirfd, name); err == nil && e.regular {
-				w.file(key, abs, name, e)
+				batch = append(batch, w.file(key, abs, name, e))
 			}
 		}
 	}
@@ -305,39 +308,43 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 // file records one regular file, reusing the previous snapshot's entry when
 // its stat data did not change (and it was not read too close to its
 // mtime).
-func (w *walker) file(key []byte, dir, name string, e entry) {
+func (w *walker) file(key []byte, dir, name string, e entry) entry {
 	// The previous snapshot's key string is reused: no allocation for a
 	// file that did not change.
 	p, ok := w.prev.lookup(key)
-	rel := p.rel
-	if ok && p.sameStat(e) && !p.racy {
+	if ok && p.sameStat(e) && !p.racy && w.fits(p) {
 		p.ctime = e.ctime
-		if w.keep(rel, p) {
-			return
-		}
+		return p
 	}
+	e.rel = p.rel
 	if !ok {
-		rel = string(key)
+		e.rel = string(key)
 	}
-	e.rel = rel
 	e.racy = w.start.UnixNano()-e.mtime < int64(racyWindow)
 	w.read(filepath.Join(dir, name), &e)
-	w.keep(rel, e)
+	return e
 }
 
-// keep adds e to the new snapshot if its content fits the budget (always,
-// when it holds none), and reports whether it did.
-func (w *walker) keep(rel string, e entry) bool {
+// fits counts e's content against the budget, if it has any, and reports
+// whether it fit.
+func (w *walker) fits(e entry) bool {
+	if !e.known {
+		return true
+	}
+	if w.kept.Add(e.size) > w.tr.opts.ContentBudget {
+		w.kept.Add(-e.size)
+		return false
+	}
+	return true
+}
+
+// keepAll adds one directory's files to the new snapshot, under one lock.
+func (w *walker) keepAll(es []entry) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if e.known {
-		if w.kept+e.size > w.tr.opts.ContentBudget {
-			return false
-		}
-		w.kept += e.size
+	for _, e := range es {
+		w.next.files[e.rel] = e
 	}
-	w.next.files[rel] = e
-	return true
 }
 
 // read fills e's content: the whole text of a small text file, else whether
@@ -349,10 +356,7 @@ func (w *walker) read(abs string, e *entry) {
 		return
 	}
 	defer f.Close()
-	w.mu.Lock()
-	full := w.kept+e.size > w.tr.opts.ContentBudget
-	w.mu.Unlock()
-	if e.size > MaxTextSize || full {
+	if e.size > MaxTextSize || w.kept.Load()+e.size > w.tr.opts.ContentBudget {
 		head := make([]byte, headSize)
 		n, _ := io.ReadFull(f, head)
 		e.binary = bytes.IndexByte(head[:n], 0) >= 0
@@ -371,6 +375,9 @@ func (w *walker) read(abs string, e *entry) {
 		return
 	}
 	e.known, e.text = true, string(data)
+	if !w.fits(*e) {
+		e.known, e.text = false, ""
+	}
 }
 
 // readPatterns reads one ignore file; a missing or unreadable one has
