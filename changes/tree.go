@@ -117,6 +117,11 @@ func (tr *tree) end(base *snapshot, since int64) []Change {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.open--
+	defer func() {
+		if tr.open <= 0 {
+			tr.open, tr.claimed = 0, nil
+		}
+	}()
 	cur, ok := tr.refreshLocked()
 	if !ok {
 		return nil
@@ -124,11 +129,7 @@ func (tr *tree) end(base *snapshot, since int64) []Change {
 	if tr.claimed == nil {
 		tr.claimed = map[string]int64{}
 	}
-	cs := diff(tr.root, base, cur, since, tr.claimed)
-	if tr.open <= 0 {
-		tr.open, tr.claimed = 0, nil
-	}
-	return cs
+	return diff(tr.root, base, cur, since, tr.claimed)
 }
 
 // refreshLocked walks the tree, reusing the latest snapshot's content for
@@ -165,9 +166,18 @@ type walker struct {
 	// kept is the content bytes the new snapshot holds so far.
 	kept atomic.Int64
 
-	// mu guards next.
+	// mu guards next and toRead.
 	mu   sync.Mutex
 	next *snapshot
+	// toRead are the files whose content is read once the walk is done:
+	// a tree found too large is not read at all.
+	toRead []unread
+}
+
+// unread is a file to read after the walk.
+type unread struct {
+	abs string
+	e   entry
 }
 
 func (tr *tree) walk(prev *snapshot) (*snapshot, error) {
@@ -184,7 +194,25 @@ func (tr *tree) walk(prev *snapshot) (*snapshot, error) {
 	if err := w.group.Wait(); err != nil {
 		return nil, err
 	}
+	w.readAll()
 	return w.next, nil
+}
+
+// readAll reads the files the walk found new or changed, a few at a time.
+func (w *walker) readAll() {
+	var g errgroup.Group
+	g.SetLimit(walkers)
+	for i := range w.toRead {
+		u := &w.toRead[i]
+		g.Go(func() error {
+			w.read(u.abs, &u.e)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, u := range w.toRead {
+		w.next.files[u.e.rel] = u.e
+	}
 }
 
 // walkers is how many directories one walk reads at once.
@@ -270,7 +298,8 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 	copy(scratch, domain)
 	var key []byte
 	batch := make([]entry, 0, len(ents))
-	defer func() { w.keepAll(batch) }()
+	var reads []unread
+	defer func() { w.keepAll(batch, reads) }()
 	for _, de := range ents {
 		name := de.Name()
 		if name == ".git" {
@@ -298,31 +327,34 @@ func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore
 			}
 		case de.Type().IsRegular():
 			if e, err := statAt(dirfd, name); err == nil && e.regular {
-				batch = append(batch, w.file(key, abs, name, e))
+				if e, same := w.file(key, e); same {
+					batch = append(batch, e)
+				} else {
+					reads = append(reads, unread{abs: filepath.Join(abs, name), e: e})
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// file records one regular file, reusing the previous snapshot's entry when
-// its stat data did not change (and it was not read too close to its
-// mtime).
-func (w *walker) file(key []byte, dir, name string, e entry) entry {
+// file looks a regular file up in the previous snapshot: same reports
+// whether its entry there still holds (its stat data did not change, and it
+// was not read too close to its mtime); if not, e is to be read.
+func (w *walker) file(key []byte, e entry) (_ entry, same bool) {
 	// The previous snapshot's key string is reused: no allocation for a
 	// file that did not change.
 	p, ok := w.prev.lookup(key)
 	if ok && p.sameStat(e) && !p.racy && w.fits(p) {
 		p.ctime = e.ctime
-		return p
+		return p, true
 	}
 	e.rel = p.rel
 	if !ok {
 		e.rel = string(key)
 	}
 	e.racy = w.start.UnixNano()-e.mtime < int64(racyWindow)
-	w.read(filepath.Join(dir, name), &e)
-	return e
+	return e, false
 }
 
 // fits counts e's content against the budget, if it has any, and reports
@@ -338,13 +370,15 @@ func (w *walker) fits(e entry) bool {
 	return true
 }
 
-// keepAll adds one directory's files to the new snapshot, under one lock.
-func (w *walker) keepAll(es []entry) {
+// keepAll adds one directory's files to the new snapshot, and those to
+// read to the list, under one lock.
+func (w *walker) keepAll(es []entry, reads []unread) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range es {
 		w.next.files[e.rel] = e
 	}
+	w.toRead = append(w.toRead, reads...)
 }
 
 // read fills e's content: the whole text of a small text file, else whether
