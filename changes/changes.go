@@ -213,6 +213,17 @@ func (m *Mark) End() []Change {
 	return m.tree.end(m.base, m.start.Add(-clockSlack).UnixNano())
 }
 
+// Discard ends a Mark without measuring: the command never ran. A nil
+// Mark does nothing.
+func (m *Mark) Discard() {
+	if m == nil {
+		return
+	}
+	m.tree.mu.Lock()
+	defer m.tree.mu.Unlock()
+	m.tree.closeLocked()
+}
+
 // deletedClaim is the ctime a claim records for a file deleted.
 const deletedClaim = -1
 

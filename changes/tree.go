@@ -111,17 +111,21 @@ func (tr *tree) begin() (*snapshot, bool) {
 	return cur, ok
 }
 
+// closeLocked counts a command as ended; once none is open, the claims
+// are dropped. The caller holds tr.mu.
+func (tr *tree) closeLocked() {
+	tr.open--
+	if tr.open <= 0 {
+		tr.open, tr.claimed = 0, nil
+	}
+}
+
 // end walks the tree and lists what changed since base, for a command
 // that started at since.
 func (tr *tree) end(base *snapshot, since int64) []Change {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.open--
-	defer func() {
-		if tr.open <= 0 {
-			tr.open, tr.claimed = 0, nil
-		}
-	}()
+	defer tr.closeLocked()
 	cur, ok := tr.refreshLocked()
 	if !ok {
 		return nil

@@ -181,6 +181,8 @@ func (t *bashTool) start(caller tools.Caller, spec executor.Spec, raw RawOutput,
 	id, err := t.runner.Start(spec)
 	if err == nil {
 		t.pending.add(id, caller.SessionID, mark)
+	} else {
+		mark.Discard()
 	}
 	raw.TaskID = id
 	if id != "" {
