@@ -173,11 +173,11 @@ func (t *Tracker) tree(k Key) *tree {
 	}
 	for len(t.trees) >= t.opts.MaxTrees {
 		var oldest Key
-		var min uint64
+		var oldestUse uint64
 		first := true
 		for key, tr := range t.trees {
-			if first || tr.used < min {
-				oldest, min, first = key, tr.used, false
+			if first || tr.used < oldestUse {
+				oldest, oldestUse, first = key, tr.used, false
 			}
 		}
 		delete(t.trees, oldest)
