@@ -156,7 +156,13 @@ func replayedCall(r store.ToolResult, name string) acpsdk.SessionUpdate {
 		content = []acpsdk.ToolCallContent{fenced(r.Text)}
 	}
 	opts = append(opts, acpsdk.WithStartContent(content))
-	return acpsdk.StartToolCall(acpsdk.ToolCallId(r.CallID), title, opts...)
+	up := acpsdk.StartToolCall(acpsdk.ToolCallId(r.CallID), title, opts...)
+	var locs []acpsdk.ToolCallLocation
+	if len(r.Locations) > 0 && json.Unmarshal(r.Locations, &locs) == nil {
+		// Set as is: WithStartLocations would add a path to rawInput.
+		up.ToolCall.Locations = locs
+	}
+	return up
 }
 
 // restoreImages puts the stored images back into a prompt's image blocks,

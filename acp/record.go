@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // recorder persists one turn as it happens: the prompt (naming the session
@@ -44,7 +45,7 @@ func (r *recorder) observe(e agent.Event) {
 	if r.views == nil {
 		r.views, r.isError = map[string]*sessions.ToolView{}, map[string]bool{}
 	}
-	r.views[e.Call.ID] = toolView(e.Call, e.Result.IsError || e.Result.Failed, e.Result.Text)
+	r.views[e.Call.ID] = toolView(e.Call, e.Result)
 	r.isError[e.Call.ID] = e.Result.IsError
 }
 
@@ -69,8 +70,10 @@ func (r *recorder) record(m agent.Message) {
 }
 
 // toolView is what the editor saw of a finished call, as a client without
-// Zed's terminal shows it: the description and the result text.
-func toolView(c agent.CallInfo, failed bool, text string) *sessions.ToolView {
+// Zed's terminal shows it: the description, the result text and what the
+// call changed, with its locations.
+func toolView(c agent.CallInfo, r tools.Result) *sessions.ToolView {
+	failed, text := r.IsError || r.Failed, r.Text
 	title := c.Call.Title
 	if title == "" {
 		title = c.Name
@@ -80,8 +83,12 @@ func toolView(c agent.CallInfo, failed bool, text string) *sessions.ToolView {
 		status = acpsdk.ToolCallStatusFailed
 	}
 	raw, _ := json.Marshal(rawInput(c.Args))
-	content, _ := json.Marshal(append(descriptionContent(c), fenced(text)))
-	return &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content, Hidden: c.Call.Hidden}
+	content, _ := json.Marshal(append(append(descriptionContent(c), fenced(text)), changeContent(r.Changes)...))
+	v := &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content, Hidden: c.Call.Hidden}
+	if locs := locations(r.Locations); len(locs) > 0 {
+		v.Locations, _ = json.Marshal(locs)
+	}
+	return v
 }
 
 // storedBlocks are the prompt's blocks as the log keeps them: an image's

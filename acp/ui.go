@@ -259,6 +259,9 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, lc *liveCall) acps
 	if r.Raw != nil {
 		opts = append(opts, acpsdk.WithUpdateRawOutput(r.Raw))
 	}
+	if locs := locations(r.Locations); len(locs) > 0 {
+		opts = append(opts, acpsdk.WithUpdateLocations(locs))
+	}
 	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID), opts...)
 	terminal := u.usesTerminal(c) && lc != nil
 	if terminal {
@@ -273,9 +276,13 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, lc *liveCall) acps
 		}
 		up.ToolCallUpdate.Meta = map[string]any{"terminal_exit": map[string]any{"terminal_id": c.ID, "exit_code": code, "signal": sig}}
 		if !r.IsError {
-			if len(r.Notes) > 0 {
+			switch {
+			case len(r.Notes) > 0:
 				up.ToolCallUpdate.Content = append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(strings.Join(r.Notes, "\n")))
+			case len(r.Changes) > 0:
+				up.ToolCallUpdate.Content = append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID))
 			}
+			up.ToolCallUpdate.Content = append(up.ToolCallUpdate.Content, changeContent(r.Changes)...)
 			return up
 		}
 	}
@@ -293,8 +300,35 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, lc *liveCall) acps
 			content = append(content, fenced(shown))
 		}
 	}
-	up.ToolCallUpdate.Content = append(content, fenced(r.Text))
+	up.ToolCallUpdate.Content = append(append(content, fenced(r.Text)), changeContent(r.Changes)...)
 	return up
+}
+
+// changeContent is what a call changed, below its output: a diff per text
+// file, a text line for the rest.
+func changeContent(cs []tools.Change) []acpsdk.ToolCallContent {
+	var out []acpsdk.ToolCallContent
+	for _, c := range cs {
+		if c.Line != "" {
+			out = append(out, acpsdk.ToolContent(acpsdk.TextBlock(c.Line)))
+			continue
+		}
+		if c.OldText == nil {
+			out = append(out, acpsdk.ToolDiffContent(c.Path, c.NewText))
+			continue
+		}
+		out = append(out, acpsdk.ToolDiffContent(c.Path, c.NewText, *c.OldText))
+	}
+	return out
+}
+
+// locations are the files a call changed, for the editor to follow.
+func locations(ls []tools.Location) []acpsdk.ToolCallLocation {
+	var out []acpsdk.ToolCallLocation
+	for _, l := range ls {
+		out = append(out, acpsdk.ToolCallLocation{Path: l.Path, Line: l.Line})
+	}
+	return out
 }
 
 // fenced shows text in a ```console block whose fence is longer than any

@@ -170,3 +170,37 @@ func TestRawInputClipsLongStrings(t *testing.T) {
 		t.Errorf("malformed arguments not clipped: %d bytes", len(raw))
 	}
 }
+
+// TestTerminalFinishChanges: with Zed's terminal, what a command changed
+// follows the terminal (and the notes), with its locations.
+func TestTerminalFinishChanges(t *testing.T) {
+	u := newTurnUI(&recordingClient{}, "s", true, intervalTicker(time.Hour), context.Background(), zap.NewNop())
+	c := agent.CallInfo{ID: "call", Call: tools.Call{Live: true}}
+	ran := &liveCall{info: c, out: newLiveOutput(liveTail)}
+	old, line := "a\n", 0
+	r := tools.Result{Text: "(no output)", Exit: &tools.Exit{Code: new(int)},
+		Changes: []tools.Change{
+			{Path: "/p/f.txt", OldText: &old, NewText: "b\n"},
+			{Path: "/p/new.txt", NewText: "n\n"},
+			{Path: "/p/x.bin", Line: "/p/x.bin: binary file created"},
+		},
+		Locations: []tools.Location{{Path: "/p/f.txt", Line: &line}, {Path: "/p/new.txt", Line: &line}, {Path: "/p/x.bin"}},
+	}
+	got := u.finishCall(c, r, ran).ToolCallUpdate
+	if len(got.Content) != 4 || got.Content[0].Terminal == nil {
+		t.Fatalf("content = %+v, want the terminal then three changes", got.Content)
+	}
+	if d := got.Content[1].Diff; d == nil || d.Path != "/p/f.txt" || d.OldText == nil || *d.OldText != "a\n" || d.NewText != "b\n" {
+		t.Errorf("first change = %+v, want the diff of f.txt", got.Content[1])
+	}
+	if d := got.Content[2].Diff; d == nil || d.OldText != nil || d.NewText != "n\n" {
+		t.Errorf("second change = %+v, want a new file without oldText", got.Content[2])
+	}
+	if l := got.Content[3].Content; l == nil || l.Content.Text == nil || l.Content.Text.Text != "/p/x.bin: binary file created" {
+		t.Errorf("third change = %+v, want the binary file's line", got.Content[3])
+	}
+	want := []acpsdk.ToolCallLocation{{Path: "/p/f.txt", Line: &line}, {Path: "/p/new.txt", Line: &line}, {Path: "/p/x.bin"}}
+	if diff := cmp.Diff(want, got.Locations); diff != "" {
+		t.Errorf("locations (-want +got):\n%s", diff)
+	}
+}

@@ -184,6 +184,8 @@ type ToolView struct {
 	Content  json.RawMessage
 	// Hidden: the editor was shown no tool call for it.
 	Hidden bool
+	// Locations is JSON: the files the call changed, for the editor.
+	Locations json.RawMessage
 }
 
 // AddMessage records a message of a turn as it is produced: the model's
@@ -202,6 +204,7 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 		r := store.ToolResult{CallID: m.ToolCallID, Text: m.Content, IsError: isError}
 		if view != nil {
 			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content, r.Hidden = view.Title, view.Kind, view.RawInput, view.Status, view.Content, view.Hidden
+			r.Locations = view.Locations
 		}
 		s.noteSeq(s.persist(r))
 	}

@@ -196,6 +196,34 @@ type Result struct {
 	// Plan, when set, is the session's whole plan from now on: the editor
 	// shows it in its plan panel and the session keeps it.
 	Plan *Plan
+	// Changes is what the call changed in the files, for the editor only
+	// (the model reads Text alone), in the order shown. Empty when nothing
+	// changed or nothing was measured.
+	Changes []Change
+	// Locations are the changed files the editor may open, each once.
+	Locations []Location
+}
+
+// Change is one entry of what a call changed: a text file's diff, or a
+// line said instead (a binary or large file, the files past the cut).
+type Change struct {
+	// Path is the file's absolute path; empty for a line about no one file.
+	Path string
+	// Line, when set, is shown instead of a diff.
+	Line string
+	// OldText is the file before; nil for a file the call created.
+	OldText *string
+	// NewText is the file after; "" for a file the call deleted.
+	NewText string
+}
+
+// Location is a file the editor may open, at a line.
+type Location struct {
+	// Path is absolute.
+	Path string
+	// Line is 0-based (a row, as Zed reads it); nil means none (a binary
+	// file).
+	Line *int
 }
 
 // Image is an image a tool returned.

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/agent/scripted"
+	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
 	"github.com/dsh-acp/dsh-acp/permission"
@@ -220,10 +221,23 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		log.Warn("credential variables withheld from commands; --keep-env NAME passes one", zap.Strings("names", slices.Compact(names)))
 	}
 	a.exec = ex
+	var tracker *changes.Tracker
+	if cfg.diffs != "off" {
+		tracker = changes.New(changes.Options{Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME")})
+	}
 	a.sessions = sessions.New(sessions.Options{
 		OnClose: func(id string) {
 			if n := ex.KillOwned(id); n > 0 {
 				log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
+			}
+			// What the session's commands changed is nobody's to read
+			// any more (a task still ending measures into a tree no longer
+			// kept).
+			if tracker != nil {
+				tracker.Forget(id)
+			}
+			if a.toolset != nil {
+				a.toolset.Forget(id)
 			}
 		},
 		Store:       st,
@@ -243,6 +257,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		Limits:   limits,
 		Notify:   a.sessions.Notify,
 		Logger:   log,
+		Changes:  tracker,
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("tools: %w", err), ex.Close(), closeAll(closers))

@@ -69,6 +69,8 @@ type config struct {
 	defaultMode    string
 	sandboxRead    stringList
 	sandboxNetwork bool
+	// diffs is --diffs: "on" (the default) or "off".
+	diffs string
 
 	mcpStartTimeout  time.Duration
 	mcpTimeout       time.Duration
@@ -138,6 +140,7 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.defaultMode, "default-mode", "ask", "the `MODE` a new session starts in: ask, sandbox (Auto in sandbox; refuses to start without a sandbox) or auto (Full access)")
 	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
 	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")
+	fs.StringVar(&cfg.diffs, "diffs", "on", "`on|off`: show the editor what each command changed (diffs of the files under the session's directory)")
 	fs.BoolVar(&cfg.noPersist, "no-persist", false, "keep sessions in memory only: nothing is stored, listed after a restart, loaded or resumed")
 	return fs
 }
@@ -376,6 +379,15 @@ func (c *config) limits() executor.Limits {
 	return l
 }
 
+// onOff checks a flag that is on or off (empty: its default).
+func onOff(name, v string) error {
+	switch v {
+	case "", "on", "off":
+		return nil
+	}
+	return fmt.Errorf("--%s must be on or off, got %q", name, v)
+}
+
 func (c *config) validate() error {
 	if c.maxRequests <= 0 {
 		return fmt.Errorf("--max-requests must be positive, got %d", c.maxRequests)
@@ -401,10 +413,8 @@ func (c *config) validate() error {
 	if c.mcpStartTimeout <= 0 || c.mcpTimeout <= 0 {
 		return errors.New("--mcp-start-timeout and --mcp-timeout must be positive")
 	}
-	switch c.sandbox {
-	case "", "on", "off":
-	default:
-		return fmt.Errorf("--sandbox must be on or off, got %q", c.sandbox)
+	if err := errors.Join(onOff("sandbox", c.sandbox), onOff("diffs", c.diffs)); err != nil {
+		return err
 	}
 	switch c.defaultMode {
 	case "ask", "auto":

@@ -30,6 +30,8 @@ var forbidden = map[string][]string{
 	"sessions":           {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool"},
 	"sessions/store":     {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
 	"acp":                {module + "executor", module + "tools/bashtool", module + "cmd/"},
+	// What a command changed is measured from the files alone.
+	"changes":            {"github.com/coder/acp-go-sdk", module},
 	"internal/logbridge": {module + "acp", module + "agent"},
 	// Named after the agent process; below everything that makes the directories.
 	"executor/agentdir": {module},

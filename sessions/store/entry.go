@@ -113,6 +113,9 @@ type ToolResult struct {
 	// Hidden: the editor was shown no tool call for it (a plan update, shown
 	// by its Plan entry).
 	Hidden bool `json:"hidden,omitempty"`
+	// Locations is opaque JSON: the files the call changed (ACP's
+	// locations), for the editor to follow.
+	Locations json.RawMessage `json:"locations,omitempty"`
 }
 
 // Notice states. A notice is queued when a task ends and delivered when it

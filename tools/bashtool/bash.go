@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -16,9 +17,13 @@ import (
 type bashTool struct {
 	runner Runner
 	// tasks tells the directory a background task was started in.
-	tasks       Tasks
-	limits      executor.Limits
-	log         *zap.Logger
+	tasks  Tasks
+	limits executor.Limits
+	log    *zap.Logger
+	// changes measures what commands change; nil = off. pending keeps a
+	// background task's measure until its end is reported.
+	changes     *changes.Tracker
+	pending     *pendingChanges
 	description string
 	schema      json.RawMessage
 }
@@ -114,8 +119,9 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 		Sandboxed: tools.Sandboxed(ctx),
 	}
 	raw.Sandboxed = spec.Sandboxed
+	mark := measure(t.changes, caller)
 	if args.Background {
-		return t.start(caller, spec, raw)
+		return t.start(caller, spec, raw, mark)
 	}
 	if live != nil {
 		spec.Observe = func(s executor.Stream, p []byte, spill string) {
@@ -123,6 +129,13 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 		}
 	}
 	res, err := t.runner.Run(ctx, spec)
+	// Measured whatever the outcome: an aborted command may have changed
+	// files before it was stopped.
+	return withChanges(t.runResult(ctx, args, raw, res, err), show(mark.End()))
+}
+
+// runResult is a foreground run's result.
+func (t *bashTool) runResult(ctx context.Context, args bashArgs, raw RawOutput, res executor.Result, err error) tools.Result {
 	if res.Workdir != "" {
 		raw.Cwd = res.Workdir
 	}
@@ -163,9 +176,14 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 
 // start launches a background task. A task that cannot start is an error
 // result, like a foreground spawn failure.
-func (t *bashTool) start(caller tools.Caller, spec executor.Spec, raw RawOutput) tools.Result {
+func (t *bashTool) start(caller tools.Caller, spec executor.Spec, raw RawOutput, mark *changes.Mark) tools.Result {
 	spec.Observe = nil
 	id, err := t.runner.Start(spec)
+	if err == nil {
+		t.pending.add(id, caller.SessionID, mark)
+	} else {
+		mark.Discard()
+	}
 	raw.TaskID = id
 	if id != "" {
 		// The directory the executor resolved and recorded on the task.

@@ -27,6 +27,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -80,6 +81,9 @@ type Options struct {
 	Notify func(sessionID, text string)
 	// Logger receives debug and warning logs; nil means none.
 	Logger *zap.Logger
+	// Changes measures what each command changes under its session's
+	// directory, for the editor's diffs; nil means no diffs.
+	Changes *changes.Tracker
 }
 
 // Set is the three tools over one executor, plus the subscription that turns
@@ -93,6 +97,8 @@ type Set struct {
 	lister TaskLister
 
 	unsubscribe func()
+	// pending holds what background tasks changed until it is reported.
+	pending *pendingChanges
 
 	// mu guards closed and notify; a notice holds it for reading while it
 	// calls notify so Close can promise no notice after it returns.
@@ -117,19 +123,19 @@ func New(opts Options) (*Set, error) {
 	}
 	log = log.Named("bashtool")
 	ex := opts.Executor
-	s := &Set{log: log, notify: opts.Notify}
+	s := &Set{log: log, notify: opts.Notify, pending: &pendingChanges{}}
 	s.lister, _ = ex.(TaskLister)
 	// /kill waits for the end it caused, so a /tasks right after says
 	// "killed": SIGKILL follows SIGTERM after KillGrace, and the leftover
 	// read is bounded too.
 	s.kill = &killTool{tasks: ex, ends: ex, wait: lim.KillGrace + lim.LeftoverGrace + time.Second, schema: taskSchema("to stop")}
 	s.tools = []tools.Tool{
-		&bashTool{runner: ex, tasks: ex, limits: lim, log: log,
+		&bashTool{runner: ex, tasks: ex, limits: lim, log: log, changes: opts.Changes, pending: s.pending,
 			description: bashDescription(lim.DefaultTimeout, lim.MaxTimeout), schema: bashSchema(lim.DefaultTimeout, lim.MaxTimeout)},
-		&outputTool{tasks: ex, schema: taskSchema("to read")},
+		&outputTool{tasks: ex, schema: taskSchema("to read"), pending: s.pending},
 		s.kill,
 	}
-	if opts.Notify != nil {
+	if opts.Notify != nil || opts.Changes != nil {
 		s.unsubscribe = ex.Subscribe(s.taskEnded)
 	}
 	return s, nil
@@ -141,7 +147,8 @@ func (s *Set) Tools() []tools.Tool {
 }
 
 // Close unsubscribes from task ends; no notice is delivered after it
-// returns. It does not close the executor, which the set does not own.
+// returns. It does not
+// close the executor, which the set does not own.
 func (s *Set) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,10 +162,17 @@ func (s *Set) Close() error {
 	return nil
 }
 
+// Forget drops what the session's background tasks changed and no
+// bash_output reported: the session closed.
+func (s *Set) Forget(sessionID string) {
+	s.pending.forget(sessionID)
+}
+
 // taskEnded turns an owned task's end into a notice for its session. An
 // unowned task has nobody to tell, and a Failed one was already reported as
 // an error result when it was started.
 func (s *Set) taskEnded(end executor.TaskEnd) {
+	s.pending.ended(end.ID, end.Status.State != executor.Failed)
 	if end.Owner == "" || end.Status.State == executor.Failed {
 		return
 	}

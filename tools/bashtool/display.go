@@ -30,6 +30,9 @@ type RawOutput struct {
 	IsError bool `json:"isError,omitempty"`
 	// Sandboxed: the command ran (or was to run) confined in the sandbox.
 	Sandboxed bool `json:"sandboxed,omitempty"`
+	// ChangedFiles counts the files the command created, changed or
+	// deleted under the session's directory; the editor gets the diffs.
+	ChangedFiles int `json:"changedFiles,omitempty"`
 }
 
 // failed: the command ran and did not succeed.

@@ -15,6 +15,8 @@ import (
 type outputTool struct {
 	tasks  Tasks
 	schema json.RawMessage
+	// pending holds what tasks changed until their end is reported here.
+	pending *pendingChanges
 }
 
 // killTool is bash_kill.
@@ -67,7 +69,12 @@ func (t *outputTool) run(caller tools.Caller, tc taskCall) tools.Result {
 			raw.SpillPaths = append(raw.SpillPaths, c.SpillPath)
 		}
 	}
-	return result(formatRead(r), raw)
+	out := result(formatRead(r), raw)
+	if r.Status.State != executor.Running && t.pending != nil {
+		// This read reports the task's end: it shows what the task changed.
+		out = withChanges(out, t.pending.take(id))
+	}
+	return out
 }
 
 func (t *killTool) Name() string            { return NameKill }

@@ -1,0 +1,271 @@
+// Package changes measures what a command changed in a directory tree: it
+// keeps, per session, a snapshot of the tree (each file's stat data, and the
+// content of small text files) between commands, and compares a fresh walk
+// with it when a command ends. It measures the files where they are, from
+// the agent's side, so it works the same whatever ran the command (unconfined,
+// in the sandbox, in a container with the tree mounted at the same path).
+//
+// A walk skips .git and what git ignores (the repository's .gitignore files,
+// .git/info/exclude and the user's global excludes), so node_modules and build
+// output cost nothing. It reads only files whose stat data changed, so a
+// command that changes little costs one walk of stat calls, not a read of the
+// project.
+package changes
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxFiles is the most entries a tree may hold; beyond it the
+	// tree is not measured at all (a cwd of $HOME or /).
+	DefaultMaxFiles = 100_000
+	// DefaultContentBudget is how many bytes of file content one tree keeps.
+	DefaultContentBudget = 64 << 20
+	// DefaultMaxTrees is how many sessions' snapshots are kept; the least
+	// recently used one is dropped past it (its next command walks afresh).
+	DefaultMaxTrees = 16
+	// MaxTextSize is the largest file whose content is kept and diffed.
+	MaxTextSize = 256 << 10
+)
+
+// Options configures a Tracker. Zero fields take the defaults above.
+type Options struct {
+	// MaxFiles is the most files and directories a tree may hold.
+	MaxFiles int
+	// ContentBudget is the bytes of file content kept per tree; a file past
+	// it is tracked by its stat data alone (its change shows sizes).
+	ContentBudget int64
+	// MaxTrees is how many trees (sessions) are kept between commands.
+	MaxTrees int
+	// Home is the user's home directory, for the global excludes file
+	// (core.excludesFile, else $XDG_CONFIG_HOME/git/ignore); empty means
+	// none are read.
+	Home string
+	// XDGConfigHome is $XDG_CONFIG_HOME; empty means Home/.config.
+	XDGConfigHome string
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.ContentBudget <= 0 {
+		o.ContentBudget = DefaultContentBudget
+	}
+	if o.MaxTrees <= 0 {
+		o.MaxTrees = DefaultMaxTrees
+	}
+	return o
+}
+
+// Op is what happened to a file.
+type Op int
+
+const (
+	Created Op = iota + 1
+	Modified
+	Deleted
+)
+
+func (o Op) String() string {
+	switch o {
+	case Created:
+		return "created"
+	case Modified:
+		return "modified"
+	case Deleted:
+		return "deleted"
+	}
+	return "unknown"
+}
+
+// Side is a file on one side of a change.
+type Side struct {
+	// Size in bytes.
+	Size int64
+	// Text is the content, when Known.
+	Text string
+	// Known: Text holds the whole content, a valid UTF-8 text file of at
+	// most MaxTextSize bytes.
+	Known bool
+	// Binary: the file's head holds a NUL byte or is not UTF-8.
+	Binary bool
+}
+
+// Change is one file a command changed.
+type Change struct {
+	// Path is absolute.
+	Path string
+	Op   Op
+	// Old is the file before (zero for Created); New after (zero for
+	// Deleted).
+	Old, New Side
+}
+
+// Tracker keeps one snapshot per key (a session and its directory) and
+// measures commands against it. Safe for concurrent use.
+type Tracker struct {
+	opts   Options
+	global []gitignore.Pattern
+
+	// mu guards trees and clock.
+	mu    sync.Mutex
+	trees map[Key]*tree
+	clock uint64
+}
+
+// Key names a tree: a session's directory. Two sessions in one directory
+// keep their own snapshots, so one's commands are never attributed to the
+// other's.
+type Key struct {
+	Session string
+	Root    string
+}
+
+// New returns a Tracker.
+func New(opts Options) *Tracker {
+	opts = opts.withDefaults()
+	return &Tracker{opts: opts, global: globalPatterns(opts.Home, opts.XDGConfigHome), trees: map[Key]*tree{}}
+}
+
+// Begin returns a Mark to End when the command that is about to start
+// ends. It walks the tree only the first time (a session's first command);
+// after that the snapshot the last command's End made is the baseline, and
+// what someone else changed in between is told apart by its ctime (see
+// End). It returns nil when the tree cannot be measured (it does not exist,
+// or is too large).
+func (t *Tracker) Begin(k Key) *Mark {
+	start := time.Now()
+	tr := t.tree(k)
+	base, ok := tr.begin()
+	if !ok {
+		return nil
+	}
+	return &Mark{tree: tr, base: base, start: start}
+}
+
+// Forget drops every snapshot of session (it closed).
+func (t *Tracker) Forget(session string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := range t.trees {
+		if k.Session == session {
+			delete(t.trees, k)
+		}
+	}
+}
+
+// tree returns the key's tree, making it (and dropping the least recently
+// used one past MaxTrees) if needed.
+func (t *Tracker) tree(k Key) *tree {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clock++
+	if tr, ok := t.trees[k]; ok {
+		tr.used = t.clock
+		return tr
+	}
+	for len(t.trees) >= t.opts.MaxTrees {
+		var oldest Key
+		var oldestUse uint64
+		first := true
+		for key, tr := range t.trees {
+			if first || tr.used < oldestUse {
+				oldest, oldestUse, first = key, tr.used, false
+			}
+		}
+		delete(t.trees, oldest)
+	}
+	tr := newTree(k.Root, t.opts, t.global)
+	tr.used = t.clock
+	t.trees[k] = tr
+	return tr
+}
+
+// Mark is a tree's state before a command.
+type Mark struct {
+	tree  *tree
+	base  *snapshot
+	start time.Time
+}
+
+// clockSlack is how far before Begin a file's ctime must be for the change
+// to be ruled out as the command's: the kernel stamps files from a coarse
+// clock (a tick of up to 10ms), so a write just after Begin may carry a
+// ctime slightly before it.
+const clockSlack = 20 * time.Millisecond
+
+// End walks the tree and returns what changed since Begin, sorted by path.
+// A file whose ctime is before Begin was changed by someone else (the user
+// in the editor, between two commands): it is not the command's, and its
+// content becomes the baseline of the next. Call End once, when the command
+// has ended; a nil Mark returns nil.
+func (m *Mark) End() []Change {
+	if m == nil {
+		return nil
+	}
+	return m.tree.end(m.base, m.start.Add(-clockSlack).UnixNano())
+}
+
+// Discard ends a Mark without measuring: the command never ran. A nil
+// Mark does nothing.
+func (m *Mark) Discard() {
+	if m == nil {
+		return
+	}
+	m.tree.mu.Lock()
+	defer m.tree.mu.Unlock()
+	m.tree.closeLocked()
+}
+
+// deletedClaim is the ctime a claim records for a file deleted.
+const deletedClaim = -1
+
+// diff lists the files that differ between two snapshots of root, leaving
+// out the created and changed ones whose ctime is before since, and those
+// whose same version was already claimed by another command that ended in
+// the meantime (the claims are rel → ctime). It claims what it lists.
+func diff(root string, before, after *snapshot, since int64, claimed map[string]int64) []Change {
+	var out []Change
+	for rel, a := range after.files {
+		b, ok := before.files[rel]
+		if c, done := claimed[rel]; done && c == a.ctime {
+			continue
+		}
+		var ch Change
+		switch {
+		case a.ctime < since:
+			// Not changed since the command started.
+			continue
+		case !ok:
+			ch = Change{Path: join(root, rel), Op: Created, New: a.side()}
+		case b.known && a.known && b.text == a.text:
+			// Unchanged, touched, or rewritten with the same bytes.
+			continue
+		case (!b.known || !a.known) && b.sameStat(a):
+			continue
+		default:
+			ch = Change{Path: join(root, rel), Op: Modified, Old: b.side(), New: a.side()}
+		}
+		claimed[rel] = a.ctime
+		out = append(out, ch)
+	}
+	for rel, b := range before.files {
+		if _, ok := after.files[rel]; ok {
+			continue
+		}
+		if c, done := claimed[rel]; done && c == deletedClaim {
+			continue
+		}
+		claimed[rel] = deletedClaim
+		out = append(out, Change{Path: join(root, rel), Op: Deleted, Old: b.side()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

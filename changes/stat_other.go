@@ -1,0 +1,9 @@
+//go:build !linux && !darwin
+
+package changes
+
+import "errors"
+
+// statAt: not built where there is no fstatat (the agent runs on Linux and
+// macOS), so no file is measured.
+func statAt(int, string) (entry, error) { return entry{}, errors.ErrUnsupported }

@@ -1,0 +1,441 @@
+package changes
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sync/errgroup"
+)
+
+// racyWindow: a file whose mtime is this close to a walk may still be
+// written within the same timestamp tick without its stat data changing
+// (Linux stamps files from a coarse clock), so the next walk reads it again
+// instead of trusting its stat data — git's "racy clean" rule.
+const racyWindow = 50 * time.Millisecond
+
+// headSize is how much of a file too large to keep is read to tell a binary
+// file from a text one.
+const headSize = 8 << 10
+
+var errTooBig = errors.New("too many files")
+
+// entry is one regular file of a snapshot.
+type entry struct {
+	// rel is the entry's key in its snapshot.
+	rel   string
+	size  int64
+	mtime int64
+	ino   uint64
+	// ctime is when the file last changed, data or metadata (ns).
+	ctime int64
+	mode  uint32
+	// regular: a regular file (statAt's answer; only those are kept).
+	regular bool
+	// racy: read too close to its mtime; the next walk reads it again.
+	racy bool
+	// known: text holds the whole content.
+	known  bool
+	text   string
+	binary bool
+}
+
+func (e entry) sameStat(o entry) bool {
+	return e.size == o.size && e.mtime == o.mtime && e.ino == o.ino && e.mode == o.mode
+}
+
+func (e entry) side() Side {
+	return Side{Size: e.size, Text: e.text, Known: e.known, Binary: e.binary}
+}
+
+// snapshot is a tree's regular files by path relative to its root
+// (slash-separated). It is never changed once made, so a Mark can hold it
+// while later walks make new ones.
+type snapshot struct {
+	files map[string]entry
+}
+
+// lookup finds a file by its path as bytes, without allocating; the entry
+// holds the path as a string, for the next snapshot to reuse.
+func (s *snapshot) lookup(key []byte) (entry, bool) {
+	e, ok := s.files[string(key)]
+	return e, ok
+}
+
+// tree is one key's root and its latest snapshot.
+type tree struct {
+	root   string
+	opts   Options
+	global []gitignore.Pattern
+	// used is the Tracker's clock at the last use; guarded by Tracker.mu.
+	used uint64
+
+	// mu serializes the tree's walks and guards the fields below.
+	mu     sync.Mutex
+	cur    *snapshot
+	tooBig bool
+	// open counts the commands measured and not ended yet. While one is,
+	// claimed keeps what the others that ended reported (path → ctime, or
+	// deletedClaim): a command running beside them (a background task)
+	// does not report the same change again.
+	open    int
+	claimed map[string]int64
+}
+
+func newTree(root string, opts Options, global []gitignore.Pattern) *tree {
+	return &tree{root: root, opts: opts, global: global}
+}
+
+// begin returns the latest snapshot, walking the tree first only if it has
+// none, and counts a command as open.
+func (tr *tree) begin() (*snapshot, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	cur, ok := tr.cur, tr.cur != nil
+	if !ok {
+		cur, ok = tr.refreshLocked()
+	}
+	if ok {
+		tr.open++
+	}
+	return cur, ok
+}
+
+// closeLocked counts a command as ended; once none is open, the claims
+// are dropped. The caller holds tr.mu.
+func (tr *tree) closeLocked() {
+	tr.open--
+	if tr.open <= 0 {
+		tr.open, tr.claimed = 0, nil
+	}
+}
+
+// end walks the tree and lists what changed since base, for a command
+// that started at since.
+func (tr *tree) end(base *snapshot, since int64) []Change {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	defer tr.closeLocked()
+	cur, ok := tr.refreshLocked()
+	if !ok {
+		return nil
+	}
+	if tr.claimed == nil {
+		tr.claimed = map[string]int64{}
+	}
+	return diff(tr.root, base, cur, since, tr.claimed)
+}
+
+// refreshLocked walks the tree, reusing the latest snapshot's content for
+// files whose stat data did not change, and makes the result the latest.
+// The caller holds tr.mu.
+func (tr *tree) refreshLocked() (*snapshot, bool) {
+	if tr.tooBig {
+		return nil, false
+	}
+	next, err := tr.walk(tr.cur)
+	if err != nil {
+		if errors.Is(err, errTooBig) {
+			tr.tooBig = true
+			tr.cur = nil
+		}
+		return nil, false
+	}
+	tr.cur = next
+	return next, true
+}
+
+// walker is one walk of a tree. Directories are read in parallel (stat
+// calls are most of a walk's time, and they wait on the kernel, not on each
+// other).
+type walker struct {
+	tr    *tree
+	prev  *snapshot
+	start time.Time
+	// inRepo: the root is in a git repository, whose ignore rules apply.
+	inRepo bool
+	group  errgroup.Group
+	count  atomic.Int64
+
+	// kept is the content bytes the new snapshot holds so far.
+	kept atomic.Int64
+
+	// mu guards next and toRead.
+	mu   sync.Mutex
+	next *snapshot
+	// toRead are the files whose content is read once the walk is done:
+	// a tree found too large is not read at all.
+	toRead []unread
+}
+
+// unread is a file to read after the walk.
+type unread struct {
+	abs string
+	e   entry
+}
+
+func (tr *tree) walk(prev *snapshot) (*snapshot, error) {
+	if prev == nil {
+		prev = &snapshot{}
+	}
+	w := &walker{tr: tr, prev: prev, next: &snapshot{files: make(map[string]entry, len(prev.files))}, start: time.Now()}
+	w.group.SetLimit(walkers)
+	domain, ignore, err := w.repoPatterns()
+	if err != nil {
+		return nil, err
+	}
+	w.group.Go(func() error { return w.dir(tr.root, domain, "", ignore) })
+	if err := w.group.Wait(); err != nil {
+		return nil, err
+	}
+	w.readAll()
+	return w.next, nil
+}
+
+// readAll reads the files the walk found new or changed, a few at a time.
+func (w *walker) readAll() {
+	var g errgroup.Group
+	g.SetLimit(walkers)
+	for i := range w.toRead {
+		u := &w.toRead[i]
+		g.Go(func() error {
+			w.read(u.abs, &u.e)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, u := range w.toRead {
+		w.next.files[u.e.rel] = u.e
+	}
+}
+
+// walkers is how many directories one walk reads at once.
+const walkers = 4
+
+// repoPatterns finds the repository holding the root and loads the ignore
+// rules that apply above it: the global excludes, .git/info/exclude and
+// each .gitignore from the repository's top down to the root's parent. It
+// returns the root's path within the repository and those rules.
+func (w *walker) repoPatterns() ([]string, []gitignore.Pattern, error) {
+	root := w.tr.root
+	if fi, err := os.Stat(root); err != nil {
+		return nil, nil, fmt.Errorf("changes: %w", err)
+	} else if !fi.IsDir() {
+		return nil, nil, fmt.Errorf("changes: %s is not a directory", root)
+	}
+	top := repoTop(root)
+	if top == "" {
+		return nil, nil, nil
+	}
+	w.inRepo = true
+	ignore := append([]gitignore.Pattern(nil), w.tr.global...)
+	ignore = append(ignore, readPatterns(filepath.Join(top, ".git", "info", "exclude"), nil)...)
+	rel, err := filepath.Rel(top, root)
+	if err != nil || rel == "." {
+		return nil, ignore, nil
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i := range parts {
+		dir := filepath.Join(top, filepath.Join(parts[:i]...))
+		ignore = append(ignore, readPatterns(filepath.Join(dir, ".gitignore"), parts[:i:i])...)
+	}
+	return parts, ignore, nil
+}
+
+// repoTop is the nearest directory at or above dir holding .git; empty if
+// none.
+func repoTop(dir string) string {
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// dir walks one directory: abs on disk, domain its path in the repository
+// (for the ignore rules), rel its path below the root ("" for the root),
+// ignore the rules of the directories above it. Subdirectories go to other
+// goroutines while there are free ones.
+func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore.Pattern) error {
+	d, err := os.Open(abs)
+	var ents []os.DirEntry
+	if err == nil {
+		defer d.Close()
+		ents, err = d.ReadDir(-1)
+	}
+	if err != nil {
+		if rel == "" {
+			return fmt.Errorf("changes: read %s: %w", abs, err)
+		}
+		// A directory the agent cannot read is not measured; the rest is.
+		return nil
+	}
+	dirfd := int(d.Fd())
+	if w.count.Add(int64(len(ents))) > int64(w.tr.opts.MaxFiles) {
+		return errTooBig
+	}
+	var match gitignore.Matcher
+	if w.inRepo {
+		if slices.ContainsFunc(ents, func(de os.DirEntry) bool { return de.Name() == ".gitignore" && de.Type().IsRegular() }) {
+			ignore = append(ignore[:len(ignore):len(ignore)], readPatterns(filepath.Join(abs, ".gitignore"), domain)...)
+		}
+		match = gitignore.NewMatcher(ignore)
+	}
+	// scratch is a file's path in the repository, for the matcher: one
+	// slice per directory, not one per file.
+	scratch := make([]string, len(domain)+1)
+	copy(scratch, domain)
+	var key []byte
+	batch := make([]entry, 0, len(ents))
+	var reads []unread
+	defer func() { w.keepAll(batch, reads) }()
+	for _, de := range ents {
+		name := de.Name()
+		if name == ".git" {
+			continue
+		}
+		isDir := de.IsDir()
+		scratch[len(domain)] = name
+		if match != nil && match.Match(scratch, isDir) {
+			continue
+		}
+		key = append(key[:0], rel...)
+		if rel != "" {
+			key = append(key, '/')
+		}
+		key = append(key, name...)
+		switch {
+		case isDir:
+			path := append(domain[:len(domain):len(domain)], name)
+			childAbs, childRel := filepath.Join(abs, name), string(key)
+			sub := func() error { return w.dir(childAbs, path, childRel, ignore) }
+			if !w.group.TryGo(sub) {
+				if err := sub(); err != nil {
+					return err
+				}
+			}
+		case de.Type().IsRegular():
+			if e, err := statAt(dirfd, name); err == nil && e.regular {
+				if e, same := w.file(key, e); same {
+					batch = append(batch, e)
+				} else {
+					reads = append(reads, unread{abs: filepath.Join(abs, name), e: e})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// file looks a regular file up in the previous snapshot: same reports
+// whether its entry there still holds (its stat data did not change, and it
+// was not read too close to its mtime); if not, e is to be read.
+func (w *walker) file(key []byte, e entry) (_ entry, same bool) {
+	// The previous snapshot's key string is reused: no allocation for a
+	// file that did not change.
+	p, ok := w.prev.lookup(key)
+	if ok && p.sameStat(e) && !p.racy && w.fits(p) {
+		p.ctime = e.ctime
+		return p, true
+	}
+	e.rel = p.rel
+	if !ok {
+		e.rel = string(key)
+	}
+	e.racy = w.start.UnixNano()-e.mtime < int64(racyWindow)
+	return e, false
+}
+
+// fits counts e's content against the budget, if it has any, and reports
+// whether it fit.
+func (w *walker) fits(e entry) bool {
+	if !e.known {
+		return true
+	}
+	if w.kept.Add(e.size) > w.tr.opts.ContentBudget {
+		w.kept.Add(-e.size)
+		return false
+	}
+	return true
+}
+
+// keepAll adds one directory's files to the new snapshot, and those to
+// read to the list, under one lock.
+func (w *walker) keepAll(es []entry, reads []unread) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range es {
+		w.next.files[e.rel] = e
+	}
+	w.toRead = append(w.toRead, reads...)
+}
+
+// read fills e's content: the whole text of a small text file, else whether
+// the file's head looks binary. A file past the content budget is read
+// again here, and keeps only its stat data.
+func (w *walker) read(abs string, e *entry) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if e.size > MaxTextSize || w.kept.Load()+e.size > w.tr.opts.ContentBudget {
+		head := make([]byte, headSize)
+		n, _ := io.ReadFull(f, head)
+		e.binary = bytes.IndexByte(head[:n], 0) >= 0
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxTextSize+1))
+	if err != nil {
+		return
+	}
+	e.size = int64(len(data))
+	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+		e.binary = true
+		return
+	}
+	if e.size > MaxTextSize {
+		return
+	}
+	e.known, e.text = true, string(data)
+	if !w.fits(*e) {
+		e.known, e.text = false, ""
+	}
+}
+
+// readPatterns reads one ignore file; a missing or unreadable one has
+// none.
+func readPatterns(file string, domain []string) []gitignore.Pattern {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var ps []gitignore.Pattern
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+func join(root, rel string) string {
+	return filepath.Join(root, filepath.FromSlash(rel))
+}
