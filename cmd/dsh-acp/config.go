@@ -61,6 +61,9 @@ type config struct {
 	sandboxRead    stringList
 	sandboxNetwork bool
 
+	// docker is --executor and the --docker-* flags.
+	docker dockerConfig
+
 	mcpStartTimeout  time.Duration
 	mcpTimeout       time.Duration
 	allowMCPReadOnly bool
@@ -122,6 +125,10 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.defaultMode, "default-mode", "ask", "the `MODE` a new session starts in: ask, sandbox (Auto in sandbox; refuses to start without a sandbox) or auto (Full access)")
 	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
 	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")
+	fs.StringVar(&cfg.docker.executor, "executor", getenv.first("DSH_EXECUTOR"), "`local|docker`: where commands run (env DSH_EXECUTOR; default local); docker: each session in a container of its own, from --docker-image")
+	fs.StringVar(&cfg.docker.image, "docker-image", getenv.first("DSH_DOCKER_IMAGE"), "the `IMAGE` of the sessions' containers with --executor docker; it needs bash (env DSH_DOCKER_IMAGE)")
+	fs.StringVar(&cfg.docker.network, "docker-network", "", "the `NETWORK` of the sessions' containers: none, or one of the engine's (default: the engine's default)")
+	fs.StringVar(&cfg.docker.helper, "docker-helper", getenv.first("DSH_DOCKER_HELPER"), "a static Linux build of dsh-acp to put into containers as their helper, at `PATH` (env DSH_DOCKER_HELPER; default: this binary if it is one)")
 	fs.BoolVar(&cfg.noPersist, "no-persist", false, "keep sessions in memory only: nothing is stored, listed after a restart, loaded or resumed")
 	return fs
 }
@@ -299,6 +306,9 @@ func (c *config) validate() error {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("--sandbox-read needs an absolute path, got %q", p)
 		}
+	}
+	if err := c.docker.validate(c.executorKind()); err != nil {
+		return err
 	}
 	switch c.logLevel {
 	case "", "debug", "info", "warn", "error":

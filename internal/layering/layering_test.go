@@ -29,14 +29,17 @@ var forbidden = map[string][]string{
 	"sessions":           {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool"},
 	"sessions/store":     {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
 	"acp":                {module + "executor", module + "tools/bashtool", module + "cmd/"},
+	"executor/docker":    {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools", module + "permission"},
 	"internal/logbridge": {module + "acp", module + "agent"},
 	// The shared test helpers stand below everything they help test.
 	"internal/testutil": {module},
+	// The engine finder for tests builds the binary; it imports nothing of ours.
+	"internal/dockertest": {module},
 }
 
 // testOnly are packages only tests may import: no package's build (its
 // non-test files) depends on them.
-var testOnly = []string{module + "internal/testutil"}
+var testOnly = []string{module + "internal/testutil", module + "internal/dockertest"}
 
 type pkg struct {
 	ImportPath string
