@@ -128,6 +128,7 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.docker.executor, "executor", getenv.first("DSH_EXECUTOR"), "`local|docker`: where commands run (env DSH_EXECUTOR; default local); docker: each session in a container of its own, from --docker-image")
 	fs.StringVar(&cfg.docker.image, "docker-image", getenv.first("DSH_DOCKER_IMAGE"), "the `IMAGE` of the sessions' containers with --executor docker; it needs bash (env DSH_DOCKER_IMAGE)")
 	fs.StringVar(&cfg.docker.network, "docker-network", "", "the `NETWORK` of the sessions' containers: none, or one of the engine's (default: the engine's default)")
+	fs.Var(&cfg.docker.read, "docker-read", "mount this host `PATH` read-only at the same path in every session's container (repeatable)")
 	fs.StringVar(&cfg.docker.helper, "docker-helper", getenv.first("DSH_DOCKER_HELPER"), "a static Linux build of dsh-acp to put into containers as their helper, at `PATH` (env DSH_DOCKER_HELPER; default: this binary if it is one)")
 	fs.BoolVar(&cfg.noPersist, "no-persist", false, "keep sessions in memory only: nothing is stored, listed after a restart, loaded or resumed")
 	return fs

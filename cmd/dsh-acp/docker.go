@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,6 +19,7 @@ type dockerConfig struct {
 	image    string
 	network  string
 	helper   string
+	read     stringList
 }
 
 // executorKind is the executor commands run in: --executor, or docker under
@@ -38,6 +40,11 @@ func (c *dockerConfig) validate(kind string) error {
 	case "docker":
 		if c.image == "" {
 			return fmt.Errorf("--executor docker needs --docker-image (env DSH_DOCKER_IMAGE): an image with bash")
+		}
+		for _, p := range c.read {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("--docker-read needs an absolute path, got %q", p)
+			}
 		}
 	default:
 		return fmt.Errorf("--executor must be local or docker, got %q", kind)
@@ -60,6 +67,7 @@ func startDocker(cfg *config, limits executor.Limits, log *zap.Logger) (*docker.
 	d, err := docker.NewConfiner(docker.Options{
 		Image:     cfg.docker.image,
 		Network:   cfg.docker.network,
+		Read:      cfg.docker.read,
 		Helper:    helper,
 		KillGrace: limits.KillGrace,
 		Logger:    log.Named("docker"),

@@ -125,7 +125,13 @@ func (b *box) config() client.ContainerCreateOptions {
 	for k, v := range b.d.opts.Labels {
 		labels[k] = v
 	}
-	mounts := []mount.Mount{{Type: mount.TypeBind, Source: b.root, Target: b.root}}
+	var mounts []mount.Mount
+	for _, r := range b.d.opts.Read {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: r, Target: r, ReadOnly: true})
+	}
+	// The engine mounts parents first, so the session's directory is
+	// writable inside a --docker-read tree.
+	mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: b.root, Target: b.root})
 	if b.spill != "" && !b.d.remote {
 		// Only this session's: the model is told these paths, and the
 		// next command may read them. A remote engine's host has no such

@@ -53,6 +53,10 @@ type Options struct {
 	// Network is the containers' network: empty means the engine's default
 	// network, "none" none, anything else a network of the engine's.
 	Network string
+	// Read are host paths mounted read-only at their own paths in every
+	// container (--docker-read): what commands may read beyond the
+	// session's directory. They must exist on the engine's host.
+	Read []string
 	// Helper is the helper binary put into each container: a static Linux
 	// build of dsh-acp for the engine's architecture. Required (see
 	// LocateHelper).
@@ -83,7 +87,7 @@ type Confiner struct {
 
 	// mu guards the fields below.
 	mu     sync.Mutex
-	boxes  map[string]*box // owner → its container
+	boxes  map[boxKey]*box // a session's container for its directory
 	closed bool
 
 	imagePath sync.Once
@@ -91,6 +95,11 @@ type Confiner struct {
 }
 
 var _ executor.Confiner = (*Confiner)(nil)
+
+// boxKey names a container: a session's for one directory of it. A
+// session that comes back with another cwd (session/load) gets another
+// container, as that directory is what the container mounts.
+type boxKey struct{ owner, root string }
 
 // NewConfiner connects to the engine lazily: nothing is asked of it until
 // the first command (or Sweep), so an engine that is down makes commands
@@ -123,7 +132,7 @@ func NewConfiner(opts Options) (*Confiner, error) {
 		remote: isRemote(cli.DaemonHost()),
 		agent:  host + "/" + strconv.Itoa(os.Getpid()),
 		logger: opts.Logger,
-		boxes:  map[string]*box{},
+		boxes:  map[boxKey]*box{},
 	}, nil
 }
 
@@ -155,16 +164,16 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 	if root == "" {
 		root = c.Spec.Workdir
 	}
-	owner := c.Spec.Owner
+	key := boxKey{c.Spec.Owner, root}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return nil, executor.ErrClosed
 	}
-	b := d.boxes[owner]
+	b := d.boxes[key]
 	if b == nil {
-		b = newBox(d, owner, root, c.SpillDir)
-		d.boxes[owner] = b
+		b = newBox(d, key.owner, root, c.SpillDir)
+		d.boxes[key] = b
 		d.wg.Add(1)
 		go b.create()
 	}
@@ -172,28 +181,26 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 	<-b.ready
 	if b.err != nil {
 		d.mu.Lock()
-		if d.boxes[owner] == b {
-			delete(d.boxes, owner)
+		if d.boxes[key] == b {
+			delete(d.boxes, key)
 		}
 		d.mu.Unlock()
 		return nil, b.err
 	}
-	if b.root != root {
-		return nil, fmt.Errorf("docker: the session's container has %s mounted, not %s", b.root, root)
-	}
 	return b, nil
 }
 
-// env is the command's environment with the image's PATH: the host's
-// names directories the image may not have.
+// env is the command's environment with the image's PATH and the
+// container's own /tmp: the host's name directories the container may not
+// have.
 func (d *Confiner) env(env []string) []string {
-	out := make([]string, 0, len(env)+1)
+	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "PATH=") {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "PATH="+d.imagePATH())
+	return append(out, "PATH="+d.imagePATH(), "TMPDIR=/tmp")
 }
 
 func (d *Confiner) imagePATH() string {
@@ -218,14 +225,17 @@ func (d *Confiner) imagePATH() string {
 // the grace, then the container's end kills the rest) and the engine
 // removes the container. It does not wait.
 func (d *Confiner) Release(owner string) {
+	var mine []*box
 	d.mu.Lock()
-	b := d.boxes[owner]
-	delete(d.boxes, owner)
-	if b != nil {
-		d.wg.Add(1) // under mu: Close's Wait cannot have begun with it uncounted
+	for k, b := range d.boxes {
+		if k.owner == owner {
+			mine = append(mine, b)
+			delete(d.boxes, k)
+		}
 	}
+	d.wg.Add(len(mine)) // under mu: Close's Wait cannot have begun with them uncounted
 	d.mu.Unlock()
-	if b != nil {
+	for _, b := range mine {
 		go func() {
 			defer d.wg.Done()
 			b.end()
@@ -254,7 +264,7 @@ func (d *Confiner) Close() error {
 	d.mu.Lock()
 	d.closed = true
 	boxes := d.boxes
-	d.boxes = map[string]*box{}
+	d.boxes = map[boxKey]*box{}
 	d.wg.Add(len(boxes))
 	d.mu.Unlock()
 	for _, b := range boxes {
