@@ -20,10 +20,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dsh-acp/dsh-acp/executor"
-	"github.com/dsh-acp/dsh-acp/executor/sandbox"
-	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/executor/docker"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/internal/dockertest"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 )
