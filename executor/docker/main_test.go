@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 // checks for leftovers look at nothing else.
 const testLabel = "dev.dsh-acp.test"
 
+// grace is the tests' SIGTERM→SIGKILL grace.
+const grace = 500 * time.Millisecond
+
 // setup is one test's engine, confiner and executor.
 type setup struct {
 	eng    dockertest.Engine
@@ -43,9 +46,10 @@ type setup struct {
 }
 
 type setupOpts struct {
-	host    string // overrides the engine's address
-	network string
-	cwd     string
+	host      string // overrides the engine's address
+	network   string
+	cwd       string
+	tailBytes int
 }
 
 func newSetup(t *testing.T, o setupOpts) *setup {
@@ -60,7 +64,7 @@ func newSetup(t *testing.T, o setupOpts) *setup {
 		Helper:    s.helper,
 		Host:      o.host,
 		Network:   o.network,
-		KillGrace: 500 * time.Millisecond,
+		KillGrace: grace,
 		Labels:    map[string]string{testLabel: s.run},
 		Logger:    zaptest.NewLogger(t),
 	})
@@ -69,7 +73,7 @@ func newSetup(t *testing.T, o setupOpts) *setup {
 	}
 	s.conf = conf
 	ex, err := executor.NewLocal(executor.Options{
-		Limits:         executor.Limits{KillGrace: 500 * time.Millisecond, LeftoverGrace: 200 * time.Millisecond},
+		Limits:         executor.Limits{KillGrace: grace, LeftoverGrace: 200 * time.Millisecond, TailBytes: o.tailBytes},
 		DefaultWorkdir: s.cwd,
 		SpillDir:       t.TempDir(),
 		Confine:        conf,
@@ -121,6 +125,5 @@ func TestRunInContainer(t *testing.T) {
 	}
 }
 
-func child(mode string) int { return 2 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
