@@ -125,5 +125,4 @@ func TestRunInContainer(t *testing.T) {
 	}
 }
 
-
 func itoa(n int) string { return strconv.Itoa(n) }
