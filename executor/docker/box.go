@@ -140,6 +140,10 @@ func (b *box) config() client.ContainerCreateOptions {
 	}
 	init := true
 	host := &container.HostConfig{
+		// The tether carries every byte of output: the engine's log
+		// driver would keep a second copy on its disk (json-file: 1 GiB
+		// of output is gigabytes of JSON) and slow the stream tenfold.
+		LogConfig:   container.LogConfig{Type: "none"},
 		AutoRemove:  true,
 		Init:        &init,
 		Mounts:      mounts,

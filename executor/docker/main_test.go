@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -52,7 +53,7 @@ type setupOpts struct {
 	tailBytes int
 }
 
-func newSetup(t *testing.T, o setupOpts) *setup {
+func newSetup(t testing.TB, o setupOpts) *setup {
 	t.Helper()
 	eng := dockertest.Need(t)
 	s := &setup{eng: eng, helper: dockertest.Helper(t), run: t.Name() + "-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", ""), cwd: o.cwd}
@@ -66,7 +67,7 @@ func newSetup(t *testing.T, o setupOpts) *setup {
 		Network:   o.network,
 		KillGrace: grace,
 		Labels:    map[string]string{testLabel: s.run},
-		Logger:    zaptest.NewLogger(t),
+		Logger:    zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func newSetup(t *testing.T, o setupOpts) *setup {
 		SpillDir:       t.TempDir(),
 		Confine:        conf,
 		ConfineAll:     true,
-		Logger:         zaptest.NewLogger(t),
+		Logger:         zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func newSetup(t *testing.T, o setupOpts) *setup {
 }
 
 // containers lists the test's containers (ids), as the engine sees them.
-func (s *setup) containers(t *testing.T) string {
+func (s *setup) containers(t testing.TB) string {
 	t.Helper()
 	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+testLabel+"="+s.run).CombinedOutput()
 	if err != nil {
@@ -105,7 +106,7 @@ func (s *setup) containers(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-func (s *setup) runCmd(t *testing.T, owner, command string) executor.Result {
+func (s *setup) runCmd(t testing.TB, owner, command string) executor.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
