@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +88,11 @@ func (b *box) make(ctx context.Context) error {
 	if err := checkHelper(b.d.opts.Helper); err != nil {
 		return err
 	}
-	res, err := b.d.cli.ContainerCreate(ctx, b.config())
+	cfg := b.config()
+	if err := b.d.guardSocket(cfg.HostConfig.Mounts); err != nil {
+		return err
+	}
+	res, err := b.d.cli.ContainerCreate(ctx, cfg)
 	if err != nil {
 		return b.d.explain(err, b.root)
 	}
@@ -203,19 +209,35 @@ func (b *box) copyHelper(ctx context.Context) error {
 	return err
 }
 
+// guardSocket refuses mounts that would put the engine's own socket in
+// reach of commands: whoever can talk to it is root on the engine's host.
+func (d *Confiner) guardSocket(mounts []mount.Mount) error {
+	u, err := url.Parse(d.host)
+	if err != nil || u.Scheme != "unix" {
+		return nil
+	}
+	sock := filepath.Clean(u.Path)
+	for _, m := range mounts {
+		if rel, err := filepath.Rel(m.Source, sock); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("docker: mounting %s would put the engine's socket %s in reach of commands; not done (choose a session directory or --docker-read path that does not hold it)", m.Source, sock)
+		}
+	}
+	return nil
+}
+
 // explain turns the engine's answers a user can act on into sentences.
 func (d *Confiner) explain(err error, root string) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "bind source path does not exist"):
 		if d.remote {
-			return fmt.Errorf("docker: the session's directory %s does not exist on the Docker engine's host (%s): commands run in the engine host's files, so the project must be on a file system both share (syncing a tree to a remote engine is not supported yet)", root, d.cli.DaemonHost())
+			return fmt.Errorf("docker: the session's directory %s does not exist on the Docker engine's host (%s): commands run in the engine host's files, so the project must be on a file system both share (syncing a tree to a remote engine is not supported yet)", root, d.host)
 		}
-		return fmt.Errorf("docker: the engine (%s) cannot see the session's directory %s: it runs where that path does not exist (another host, a VM or a mount namespace); the project must be on a file system both share", d.cli.DaemonHost(), root)
+		return fmt.Errorf("docker: the engine (%s) cannot see the session's directory %s: it runs where that path does not exist (another host, a VM or a mount namespace); the project must be on a file system both share", d.host, root)
 	case cerrdefs.IsNotFound(err) && strings.Contains(msg, "image"):
-		return fmt.Errorf("docker: image %s not found on the engine (%s): pull or build it there first: %w", d.opts.Image, d.cli.DaemonHost(), err)
+		return fmt.Errorf("docker: image %s not found on the engine (%s): pull or build it there first: %w", d.opts.Image, d.host, err)
 	case client.IsErrConnectionFailed(err):
-		return fmt.Errorf("docker: the engine at %s does not answer (is it running? DOCKER_HOST chooses another): %w", d.cli.DaemonHost(), err)
+		return fmt.Errorf("docker: the engine at %s does not answer (is it running? DOCKER_HOST chooses another): %w", d.host, err)
 	}
 	return fmt.Errorf("docker: %w", err)
 }

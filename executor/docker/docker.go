@@ -61,10 +61,13 @@ type Options struct {
 	// build of dsh-acp for the engine's architecture. Required (see
 	// LocateHelper).
 	Helper string
-	// Host is the engine's address (unix://, tcp://). Empty means
+	// Host is the engine's address (unix://, tcp://, ssh://). Empty means
 	// DOCKER_HOST and the other Docker variables of the environment, else
 	// the engine's default socket.
 	Host string
+	// SSH is the ssh program for an ssh:// engine; empty means "ssh" in
+	// PATH.
+	SSH string
 	// KillGrace is how long commands get between SIGTERM and SIGKILL when
 	// a session's container ends. Zero means 2s.
 	KillGrace time.Duration
@@ -78,7 +81,8 @@ type Options struct {
 type Confiner struct {
 	opts   Options
 	cli    *client.Client
-	remote bool // the engine is on another host: no spill mount
+	host   string // the engine's address, as the user gave it
+	remote bool   // the engine is on another host: no spill mount
 	agent  string
 	logger *zap.Logger
 
@@ -117,20 +121,36 @@ func NewConfiner(opts Options) (*Confiner, error) {
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = 2 * time.Second
 	}
-	clientOpts := []client.Opt{client.FromEnv}
-	if opts.Host != "" {
-		clientOpts = append(clientOpts, client.WithHost(opts.Host))
+	host := opts.Host
+	if host == "" {
+		host = os.Getenv(client.EnvOverrideHost)
+	}
+	clientOpts := []client.Opt{client.WithTLSClientConfigFromEnv(), client.WithAPIVersionFromEnv()}
+	shown := host
+	if strings.HasPrefix(host, "ssh://") {
+		dial, err := newSSHDialer(host, opts.SSH)
+		if err != nil {
+			return nil, err
+		}
+		// The address only names the requests; the dialer connects.
+		clientOpts = append(clientOpts, client.WithHost("http://docker.example.com"), client.WithDialContext(dial.dial))
+	} else if host != "" {
+		clientOpts = append(clientOpts, client.WithHost(host))
 	}
 	cli, err := client.New(clientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker: engine address: %w", err)
 	}
-	host, _ := os.Hostname()
+	if shown == "" {
+		shown = cli.DaemonHost()
+	}
+	hostname, _ := os.Hostname()
 	return &Confiner{
 		opts:   opts,
 		cli:    cli,
-		remote: isRemote(cli.DaemonHost()),
-		agent:  host + "/" + strconv.Itoa(os.Getpid()),
+		host:   shown,
+		remote: isRemote(shown),
+		agent:  hostname + "/" + strconv.Itoa(os.Getpid()),
 		logger: opts.Logger,
 		boxes:  map[boxKey]*box{},
 	}, nil
@@ -191,12 +211,14 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 }
 
 // env is the command's environment with the image's PATH and the
-// container's own /tmp: the host's name directories the container may not
-// have.
+// container's own /tmp (the host's name directories the container may not
+// have), and without the Docker variables.
 func (d *Confiner) env(env []string) []string {
 	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") {
+		// DOCKER_*: the engine's address, certificates and config are the
+		// agent's, never a command's.
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, "DOCKER_") {
 			out = append(out, kv)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -402,5 +403,62 @@ func TestSweepRemovesOnlyGoneAgents(t *testing.T) {
 	left := s.containers(t)
 	if strings.Contains(left, gone) || !strings.Contains(left, alive) || !strings.Contains(left, other) {
 		t.Errorf("after the sweep: %q; want %s gone, %s and %s kept", left, gone, alive, other)
+	}
+}
+
+// An ssh:// engine is reached as the docker CLI reaches one: ssh running
+// `docker system dial-stdio` there. Here the "ssh" is a script that
+// records its arguments and pid and runs dial-stdio against the test
+// engine; its processes end with their connections.
+func TestSSHEngine(t *testing.T) {
+	t.Parallel()
+	eng := dockertest.Need(t)
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker client for dial-stdio")
+	}
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "ssh")
+	script := "#!/bin/sh\necho \"$$ $*\" >> " + filepath.Join(dir, "calls") + "\nDOCKER_HOST=" + eng.Host + " exec docker system dial-stdio\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newSetupWith(t, setupOpts{host: "ssh://tester@engine-host:2222"}, func(o *docker.Options) { o.SSH = fake })
+	res := s.runCmd(t, "s", "echo $DOCKER_HOST; pwd")
+	if res.Stdout.Text != "\n"+s.cwd+"\n" {
+		t.Errorf("stdout %q; want no DOCKER_HOST and the cwd", res.Stdout.Text)
+	}
+	if err := s.ex.Close(); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := os.ReadFile(filepath.Join(dir, "calls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+	for _, l := range lines {
+		pid, args, _ := strings.Cut(l, " ")
+		if want := "-o BatchMode=yes -o ConnectTimeout=30 -T -l tester -p 2222 -- engine-host docker system dial-stdio"; args != want {
+			t.Errorf("ssh args %q; want %q", args, want)
+		}
+		n, _ := strconv.Atoi(pid)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		testutil.WaitGone(t, ctx, n)
+		cancel()
+	}
+}
+
+func TestSocketNeverMounted(t *testing.T) {
+	t.Parallel()
+	eng := dockertest.Need(t)
+	u, err := url.Parse(eng.Host)
+	if err != nil || u.Scheme != "unix" {
+		t.Skip("the test engine is not on a unix socket")
+	}
+	s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Read = []string{filepath.Dir(u.Path)} })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+	if err == nil || !strings.Contains(err.Error(), "would put the engine's socket "+u.Path+" in reach of commands") {
+		t.Fatalf("error %v; want the mount refused", err)
 	}
 }

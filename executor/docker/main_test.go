@@ -55,12 +55,18 @@ type setupOpts struct {
 
 func newSetup(t testing.TB, o setupOpts) *setup {
 	t.Helper()
+	return newSetupWith(t, o, nil)
+}
+
+// newSetupWith is newSetup with the Confiner's options changed by edit.
+func newSetupWith(t testing.TB, o setupOpts, edit func(*docker.Options)) *setup {
+	t.Helper()
 	eng := dockertest.Need(t)
 	s := &setup{eng: eng, helper: dockertest.Helper(t), run: t.Name() + "-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", ""), cwd: o.cwd}
 	if s.cwd == "" {
 		s.cwd = t.TempDir()
 	}
-	conf, err := docker.NewConfiner(docker.Options{
+	opts := docker.Options{
 		Image:     eng.Image,
 		Helper:    s.helper,
 		Host:      o.host,
@@ -68,7 +74,11 @@ func newSetup(t testing.TB, o setupOpts) *setup {
 		KillGrace: grace,
 		Labels:    map[string]string{testLabel: s.run},
 		Logger:    zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
-	})
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	conf, err := docker.NewConfiner(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
