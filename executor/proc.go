@@ -440,13 +440,6 @@ func (p *proc) signal(sig unix.Signal) {
 	}
 }
 
-// pid is the shell's pid (its group and session id), 0 before it started.
-func (p *proc) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.pgid
-}
-
 // hostPid is pid for a command of this host's process table, 0 for a
 // remote one (its pid means nothing here: it is not to be signalled).
 func (p *proc) hostPid() int {

@@ -308,15 +308,12 @@ func (c *config) validate() error {
 			return fmt.Errorf("--sandbox-read needs an absolute path, got %q", p)
 		}
 	}
-	if err := c.docker.validate(c.executorKind()); err != nil {
-		return err
-	}
 	switch c.logLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
-	return nil
+	return c.docker.validate(c.executorKind())
 }
 
 // storeDir is where sessions are kept: --state-dir, else the default.

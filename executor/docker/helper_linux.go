@@ -35,7 +35,7 @@ func HelperMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	h := &helper{out: newFrameWriter(stdout), cmds: map[uint32]int{}, log: stderr}
 	err := h.serve(newFrameReader(stdin))
 	h.endAll(*grace)
-	if err != nil && !errors.Is(err, io.EOF) {
+	if !errors.Is(err, io.EOF) { // serve ends only on an error; EOF is the tether's cut
 		fmt.Fprintln(stderr, "dsh-acp helper:", err)
 		return 1
 	}
@@ -79,13 +79,6 @@ func (h *helper) serve(fr *frameReader) error {
 			return fmt.Errorf("unknown frame kind %q", f.kind)
 		}
 	}
-}
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func (h *helper) send(kind byte, id uint32, payload []byte) {

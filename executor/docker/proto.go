@@ -116,3 +116,10 @@ func (fr *frameReader) read() (frame, error) {
 	}
 	return frame{kind: fr.hdr[0], id: binary.BigEndian.Uint32(fr.hdr[1:5]), payload: buf}, nil
 }
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
