@@ -93,6 +93,13 @@ func (b *box) make(ctx context.Context) error {
 		return err
 	}
 	res, err := b.d.cli.ContainerCreate(ctx, cfg)
+	if cerrdefs.IsNotFound(err) {
+		// As `docker run` does: pull a missing image once, then create.
+		if perr := b.d.pull(); perr != nil {
+			return perr
+		}
+		res, err = b.d.cli.ContainerCreate(ctx, cfg)
+	}
 	if err != nil {
 		return b.d.explain(err, b.root)
 	}
@@ -207,6 +214,26 @@ func (b *box) copyHelper(ctx context.Context) error {
 	_, err = b.d.cli.CopyToContainer(ctx, b.id, client.CopyToContainerOptions{DestinationPath: "/", Content: pr})
 	_ = pr.CloseWithError(errors.New("copy ended"))
 	return err
+}
+
+// pullTimeout bounds pulling a missing image (a session's first command
+// waits for it).
+const pullTimeout = 10 * time.Minute
+
+// pull pulls the image anonymously; a private registry's credentials are
+// the docker CLI's business (pull it there first).
+func (d *Confiner) pull() error {
+	ctx, cancel := context.WithTimeout(context.Background(), pullTimeout)
+	defer cancel()
+	d.logger.Info("pulling the image", zap.String("image", d.opts.Image))
+	resp, err := d.cli.ImagePull(ctx, d.opts.Image, client.ImagePullOptions{})
+	if err == nil {
+		err = resp.Wait(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("docker: image %s is not on the engine (%s) and could not be pulled (a private registry's: pull it there with the docker CLI first): %w", d.opts.Image, d.host, err)
+	}
+	return nil
 }
 
 // guardSocket refuses mounts that would put the engine's own socket in
@@ -508,6 +535,10 @@ func (p *remoteProc) Signal(sig syscall.Signal, session bool) error {
 	case <-p.b.done:
 		return nil
 	default:
+	}
+	if p.b.ending() {
+		// The helper is ending every command itself (its stdin closed).
+		return nil
 	}
 	if err := p.b.fw.write(kindSignal, p.id, []byte{byte(sig), boolByte(session)}); err != nil {
 		return fmt.Errorf("docker: signal through the helper: %w", err)

@@ -462,3 +462,16 @@ func TestSocketNeverMounted(t *testing.T) {
 		t.Fatalf("error %v; want the mount refused", err)
 	}
 }
+
+// An image the engine lacks is pulled, as `docker run` does; where it
+// cannot be (no registry reachable here), the command says so.
+func TestMissingImage(t *testing.T) {
+	t.Parallel()
+	s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Image = "dsh-acp-test-absent:" + strconv.Itoa(os.Getpid()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
+	defer cancel()
+	_, err := s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+	if err == nil || !strings.Contains(err.Error(), "is not on the engine") || !strings.Contains(err.Error(), "could not be pulled") {
+		t.Fatalf("error %v; want it to say the image is missing and could not be pulled", err)
+	}
+}
