@@ -64,7 +64,12 @@ func startDocker(cfg *config, limits executor.Limits, log *zap.Logger) (*docker.
 			return nil, err
 		}
 	}
+	host := ""
+	if cfg.getenv != nil {
+		host = cfg.getenv("DOCKER_HOST")
+	}
 	d, err := docker.NewConfiner(docker.Options{
+		Host:      host,
 		Image:     cfg.docker.image,
 		Network:   cfg.docker.network,
 		Read:      cfg.docker.read,

@@ -85,9 +85,6 @@ func (b *box) create() {
 // starts it. On failure nothing of it is left.
 func (b *box) make(ctx context.Context) error {
 	start := time.Now()
-	if err := checkHelper(b.d.opts.Helper); err != nil {
-		return err
-	}
 	cfg := b.config()
 	if err := b.d.guardSocket(cfg.HostConfig.Mounts); err != nil {
 		return err

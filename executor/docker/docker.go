@@ -115,6 +115,11 @@ func NewConfiner(opts Options) (*Confiner, error) {
 	if opts.Helper == "" {
 		return nil, errors.New("docker: no helper binary")
 	}
+	// Checked at once: a helper that cannot run in a container is a
+	// setup error, not something to find out at a session's first command.
+	if err := checkHelper(opts.Helper); err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
