@@ -42,6 +42,21 @@ type Process interface {
 	Wait() (syscall.WaitStatus, error)
 }
 
+// RemoteProcess is a Process whose process group the executor can neither
+// signal nor see in its process table (it runs in a container, behind a
+// helper of the Confiner's): the executor asks the Process instead, and
+// tells the Watcher nothing of it (its pid is not one of the host's).
+type RemoteProcess interface {
+	Process
+	// Signal sends sig to the shell's process group and, with session set,
+	// to every process of its session (what left the group is still the
+	// command's). A group already gone is not an error.
+	Signal(sig syscall.Signal, session bool) error
+	// Alive reports whether a process of the group (with session set: of
+	// the session) is left. Once the Confiner's helper is gone, nothing is.
+	Alive(session bool) bool
+}
+
 // Confinement is one command to confine.
 type Confinement struct {
 	// Shell is bash's absolute path.

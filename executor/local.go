@@ -276,7 +276,7 @@ func (l *Local) Close() error {
 		sids := make(map[int]bool, len(procs))
 		for _, p := range procs {
 			p.terminate(true)
-			if pid := p.pid(); pid > 0 {
+			if pid := p.hostPid(); pid > 0 {
 				sids[pid] = true
 			}
 		}

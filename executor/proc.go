@@ -44,6 +44,9 @@ type proc struct {
 	termAt  time.Time // when SIGTERM was first requested
 	byClose bool      // Close asked for the termination
 	gone    bool      // the group is known empty: never signal it again (pid reuse)
+	// remote is the process when its group is out of the executor's
+	// reach (a container's): signals and liveness go through it.
+	remote RemoteProcess
 }
 
 // Read buffers: the pipe's default capacity for most commands, a larger one
@@ -129,11 +132,13 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	}
 	pid := process.Pid()
 	p.started = time.Now()
-	if w := l.opts.Watcher; w != nil {
+	remote, _ := process.(RemoteProcess)
+	if w := l.opts.Watcher; w != nil && remote == nil {
 		w.Started(pid)
 	}
 	p.mu.Lock()
 	p.pgid = pid
+	p.remote = remote
 	if !p.termAt.IsZero() {
 		// Close came between registration and Start.
 		p.signal(unix.SIGTERM)
@@ -225,7 +230,7 @@ func (l *Local) forget(p *proc) {
 	_, ok := l.procs[p]
 	delete(l.procs, p)
 	l.mu.Unlock()
-	if pid := p.pid(); ok && pid > 0 {
+	if pid := p.hostPid(); ok && pid > 0 {
 		if w := l.opts.Watcher; w != nil {
 			w.Ended(pid)
 		}
@@ -412,6 +417,14 @@ func (p *proc) signal(sig unix.Signal) {
 	if p.gone || p.pgid <= 0 {
 		return
 	}
+	if p.remote != nil {
+		// The helper walks the session itself; Close's walk of the host's
+		// table cannot see it, so it always does once the end began.
+		if err := p.remote.Signal(sig, !p.termAt.IsZero()); err != nil {
+			p.l.logger.Warn("signal remote process group", zap.Int("pgid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
+		}
+		return
+	}
 	err := unix.Kill(-p.pgid, sig)
 	if sig == unix.SIGTERM && err == nil {
 		// A stopped process would hold SIGTERM pending until continued.
@@ -427,10 +440,14 @@ func (p *proc) signal(sig unix.Signal) {
 	}
 }
 
-// pid is the shell's pid (its group and session id), 0 before it started.
-func (p *proc) pid() int {
+// hostPid is pid for a command of this host's process table, 0 for a
+// remote one (its pid means nothing here: it is not to be signalled).
+func (p *proc) hostPid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.remote != nil {
+		return 0
+	}
 	return p.pgid
 }
 
@@ -445,13 +462,13 @@ func (p *proc) closing() bool {
 // is judged by its group, so a finished command costs no table walk.
 func (p *proc) checkGone() bool {
 	p.mu.Lock()
-	gone, pgid := p.gone, p.pgid
+	gone, pgid, remote := p.gone, p.pgid, p.remote
 	walk := !p.termAt.IsZero() && !p.byClose
 	p.mu.Unlock()
 	if gone {
 		return true
 	}
-	if proctab.GroupAlive(pgid) || (walk && proctab.SessionAlive(pgid)) {
+	if alive(remote, pgid, walk) {
 		return false
 	}
 	p.mu.Lock()
@@ -459,6 +476,15 @@ func (p *proc) checkGone() bool {
 	p.mu.Unlock()
 	p.l.forget(p)
 	return true
+}
+
+// alive reports whether a process of the group, or with walk of its
+// session, is left.
+func alive(remote RemoteProcess, pgid int, walk bool) bool {
+	if remote != nil {
+		return remote.Alive(walk)
+	}
+	return proctab.GroupAlive(pgid) || (walk && proctab.SessionAlive(pgid))
 }
 
 // reapLater makes sure the group of a finished foreground run goes away

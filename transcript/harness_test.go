@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/dsh-acp/dsh-acp/internal/dockertest"
 )
 
 // Bounds. Every wait in a scenario is event-driven; these only turn a hang
@@ -177,6 +179,16 @@ func (h *harness) spawn() {
 	// --sandbox off unless a scenario says otherwise: the modes a session
 	// offers must not depend on the kernel the goldens are run on.
 	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug", "--sandbox=off"}, append(sc.flags, h.extraFlags...)...)
+	var dockerEnv []string
+	if os.Getenv(testExecutorEnv) == "docker" {
+		// The test engine (.ci/docker-up) and its image.
+		e := dockertest.Need(t)
+		dockerEnv = []string{"DOCKER_HOST=" + e.Host, "DSH_DOCKER_IMAGE=" + e.Image}
+		// Scenarios read the harness's files under $TMP (gates, the log
+		// copy) and name workdirs outside the session's: the containers
+		// see $TMP, read-only but for the session's directory.
+		args = append(args, "--docker-read", root)
+	}
 	h.cmd = exec.Command(binPath, args...)
 	h.cmd.Dir = root
 	// No API key of any name; spill files land under $TMP/tmp.
@@ -192,6 +204,7 @@ func (h *harness) spawn() {
 		// The binary confines every command (see sandboxedRun).
 		h.cmd.Env = append(h.cmd.Env, testExecutorEnv+"="+v)
 	}
+	h.cmd.Env = append(h.cmd.Env, dockerEnv...)
 	// The binary dies with the test process whatever happens.
 	h.cmd.SysProcAttr = dieWithParent()
 	inR, inW, err := os.Pipe()

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/dsh-acp/dsh-acp/internal/dockertest"
 )
 
 var (
@@ -56,6 +58,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "transcript: go build:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
+	}
+	if dockertest.Required() {
+		// The binary under test is race-enabled, so dynamically linked:
+		// the containers get a static build beside it, which is where the
+		// binary looks for one (docker.LocateHelper).
+		if err := dockertest.BuildHelper(filepath.Join(dir, "dsh-acp-helper")); err != nil {
+			fmt.Fprintln(os.Stderr, "transcript:", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)

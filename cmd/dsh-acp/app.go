@@ -182,6 +182,17 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, errors.Join(err, closeAll(closers))
 	}
+	var confine executor.Confiner = sb
+	confineAll, offered := sb.confineAll, sb.offered
+	if cfg.executorKind() == "docker" {
+		// Every command in its session's container; the Auto in sandbox
+		// mode is not offered, the container being what confines.
+		dc, err := startDocker(cfg, limits, log)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("--executor docker: %w", err), closeAll(closers))
+		}
+		confine, confineAll, offered = dc, true, func() bool { return false }
+	}
 	exOpts := executor.Options{
 		Limits:   limits,
 		SpillDir: cfg.spillDir,
@@ -194,9 +205,9 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		KeepEnv:        cfg.keepEnv,
 		Secrets:        nonEmpty(cfg.apiKey),
 		Watcher:        g.watcher(),
-		Confine:        sb,
+		Confine:        confine,
 		// The test switch is decided before serving (startSandbox).
-		ConfineAll: sb.confineAll,
+		ConfineAll: confineAll,
 		Logger:     log.Named("executor"),
 	}
 	if st != nil {
@@ -242,7 +253,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		},
 		Store:       st,
 		GoneNotice:  bashtool.GoneNotice,
-		Sandbox:     sb.offered,
+		Sandbox:     offered,
 		DefaultMode: sessions.Mode(cfg.defaultMode),
 		Logger:      log.Named("sessions"),
 	})

@@ -72,6 +72,9 @@ type config struct {
 	// diffs is --diffs: "on" (the default) or "off".
 	diffs string
 
+	// docker is --executor and the --docker-* flags.
+	docker dockerConfig
+
 	mcpStartTimeout  time.Duration
 	mcpTimeout       time.Duration
 	allowMCPReadOnly bool
@@ -141,6 +144,11 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
 	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")
 	fs.StringVar(&cfg.diffs, "diffs", "on", "`on|off`: show the editor what each command changed (diffs of the files under the session's directory)")
+	fs.StringVar(&cfg.docker.executor, "executor", getenv.first("DSH_EXECUTOR"), "`local|docker`: where commands run (env DSH_EXECUTOR; default local); docker: each session in a container of its own, from --docker-image")
+	fs.StringVar(&cfg.docker.image, "docker-image", getenv.first("DSH_DOCKER_IMAGE"), "the `IMAGE` of the sessions' containers with --executor docker; it needs bash (env DSH_DOCKER_IMAGE)")
+	fs.StringVar(&cfg.docker.network, "docker-network", "", "the `NETWORK` of the sessions' containers: none, or one of the engine's (default: the engine's default)")
+	fs.Var(&cfg.docker.read, "docker-read", "mount this host `PATH` read-only at the same path in every session's container (repeatable)")
+	fs.StringVar(&cfg.docker.helper, "docker-helper", getenv.first("DSH_DOCKER_HELPER"), "a static Linux build of dsh-acp to put into containers as their helper, at `PATH` (env DSH_DOCKER_HELPER; default: this binary if it is one)")
 	fs.BoolVar(&cfg.noPersist, "no-persist", false, "keep sessions in memory only: nothing is stored, listed after a restart, loaded or resumed")
 	return fs
 }
@@ -435,7 +443,7 @@ func (c *config) validate() error {
 	default:
 		return fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
-	return nil
+	return c.docker.validate(c.executorKind())
 }
 
 // validateModel checks the flags about the model: --model-timeout,

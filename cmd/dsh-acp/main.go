@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/executor/docker"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
@@ -26,6 +27,10 @@ func main() {
 	// First of all: a sandbox helper (this binary re-executed to confine
 	// one command) must not touch anything of the agent's.
 	sandbox.HelperMain(sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	if len(os.Args) > 1 && os.Args[1] == docker.HelperMode {
+		// Inside a session's container (--executor docker).
+		os.Exit(docker.HelperMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == watchdogMode {
 		os.Exit(runWatchdog(os.Args[2:]))
 	}

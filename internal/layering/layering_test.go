@@ -32,17 +32,20 @@ var forbidden = map[string][]string{
 	"acp":                {module + "executor", module + "tools/bashtool", module + "cmd/"},
 	// What a command changed is measured from the files alone.
 	"changes":            {"github.com/coder/acp-go-sdk", module},
+	"executor/docker":    {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools", module + "permission"},
 	"internal/logbridge": {module + "acp", module + "agent"},
 	// Named after the agent process; below everything that makes the directories.
 	"executor/agentdir": {module},
 	// The shared test helpers stand below everything they help test.
 	"internal/testutil": {module},
 	"internal/mockllm":  {module},
+	// The engine finder for tests builds the binary; it imports nothing of ours.
+	"internal/dockertest": {module},
 }
 
 // testOnly are packages only tests may import: no package's build (its
 // non-test files) depends on them.
-var testOnly = []string{module + "internal/testutil", module + "internal/mockllm"}
+var testOnly = []string{module + "internal/testutil", module + "internal/mockllm", module + "internal/dockertest"}
 
 type pkg struct {
 	ImportPath string

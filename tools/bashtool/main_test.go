@@ -4,13 +4,20 @@ import (
 	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
-	"github.com/dsh-acp/dsh-acp/internal/testutil"
+	"github.com/dsh-acp/dsh-acp/internal/dockertest"
 )
 
 func TestMain(m *testing.M) {
 	// With DSH_TEST_EXECUTOR=sandbox the real-executor tests confine every
 	// command: this binary is then also the sandbox helper.
 	sandbox.HelperMain(sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
-	testutil.Main(m, nil)
+	// With DSH_TEST_EXECUTOR=docker they run in containers, whose helper
+	// is a static build made once (dockertest.Helper).
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		dockertest.RemoveHelper()
+		os.Exit(code)
+	}))
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/docker"
+)
+
+// dockerConfig is what --executor docker needs.
+type dockerConfig struct {
+	// executor is --executor: "local" or "docker".
+	executor string
+	image    string
+	network  string
+	helper   string
+	read     stringList
+}
+
+// executorKind is the executor commands run in: --executor, or docker under
+// the test switch (DSH_TEST_EXECUTOR=docker).
+func (c *config) executorKind() string {
+	if c.getenv != nil && c.getenv(testExecutorEnv) == "docker" {
+		return "docker"
+	}
+	if c.docker.executor == "" {
+		return "local"
+	}
+	return c.docker.executor
+}
+
+func (c *dockerConfig) validate(kind string) error {
+	switch kind {
+	case "local":
+	case "docker":
+		if c.image == "" {
+			return fmt.Errorf("--executor docker needs --docker-image (env DSH_DOCKER_IMAGE): an image with bash")
+		}
+		for _, p := range c.read {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("--docker-read needs an absolute path, got %q", p)
+			}
+		}
+	default:
+		return fmt.Errorf("--executor must be local or docker, got %q", kind)
+	}
+	return nil
+}
+
+// startDocker makes the Confiner that runs every command in its session's
+// container, and sweeps, in the background, the containers of agents of
+// this host that are gone. Nothing here waits for the engine: one that is
+// down fails each command with a clear error, and the server keeps serving.
+func startDocker(cfg *config, limits executor.Limits, log *zap.Logger) (*docker.Confiner, error) {
+	helper := cfg.docker.helper
+	if helper == "" {
+		var err error
+		if helper, err = docker.LocateHelper(); err != nil {
+			return nil, err
+		}
+	}
+	host := ""
+	if cfg.getenv != nil {
+		host = cfg.getenv("DOCKER_HOST")
+	}
+	d, err := docker.NewConfiner(docker.Options{
+		Host:      host,
+		Image:     cfg.docker.image,
+		Network:   cfg.docker.network,
+		Read:      cfg.docker.read,
+		Helper:    helper,
+		KillGrace: limits.KillGrace,
+		Logger:    log.Named("docker"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := d.Sweep(ctx); err != nil {
+			log.Warn("sweep the containers of gone agents", zap.Error(err))
+		}
+	})
+	return d, nil
+}

@@ -1,0 +1,477 @@
+package docker_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/docker"
+	"github.com/dsh-acp/dsh-acp/internal/dockertest"
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
+)
+
+// procs lists the commands running in owner's container but the helper,
+// the init and the ps that lists them.
+func (s *setup) procs(t *testing.T, owner string) []string {
+	t.Helper()
+	res := s.runCmd(t, owner, "ps -e -o comm=")
+	var out []string
+	for _, name := range strings.Fields(res.Stdout.Text) {
+		switch name {
+		case "docker-init", "dsh-acp", "ps":
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func TestSignalIsNotAnExitCode(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	res := s.runCmd(t, "s", "echo bye; kill -TERM $$")
+	if res.Signal != "SIGTERM" || res.ExitCode != -1 || res.Stdout.Text != "bye\n" {
+		t.Errorf("kill -TERM $$: signal %q exit %d stdout %q; want SIGTERM, -1, bye", res.Signal, res.ExitCode, res.Stdout.Text)
+	}
+	res = s.runCmd(t, "s", "exit 143")
+	if res.Signal != "" || res.ExitCode != 143 {
+		t.Errorf("exit 143: signal %q exit %d; want none, 143", res.Signal, res.ExitCode)
+	}
+}
+
+func TestTimeoutEscalates(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The trap ignores SIGTERM: only the SIGKILL after the grace ends it;
+	// its child dies with the group.
+	res, err := s.ex.Run(ctx, executor.Spec{Command: `trap "" TERM; sleep 300 & echo ready; wait; wait`, Owner: "s", Root: s.cwd, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || res.Signal != "SIGKILL" || res.Stdout.Text != "ready\n" {
+		t.Fatalf("timed out %v signal %q stdout %q; want true, SIGKILL, ready", res.TimedOut, res.Signal, res.Stdout.Text)
+	}
+	waitNoProcs(t, s, "s")
+}
+
+// waitNoProcs waits until owner's container runs no command of ours.
+func waitNoProcs(t *testing.T, s *setup, owner string) {
+	t.Helper()
+	deadline := time.Now().Add(grace + time.Second)
+	for {
+		left := s.procs(t, owner)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still running in the container after the grace + 1s: %v", left)
+		}
+	}
+}
+
+func TestKillBackgroundTask(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	id, err := s.ex.Start(executor.Spec{Command: "sleep 300 & sleep 301", Owner: "s", Root: s.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan executor.TaskEnd, 1)
+	defer s.ex.Subscribe(func(e executor.TaskEnd) {
+		if e.ID == id {
+			ended <- e
+		}
+	})()
+	if _, err := s.ex.Kill(id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-ended:
+		if e.Status.State != executor.Killed || e.Status.Signal != "SIGTERM" {
+			t.Errorf("status %+v; want killed by SIGTERM", e.Status)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the killed task did not end")
+	}
+	waitNoProcs(t, s, "s")
+}
+
+// A setsid daemon outlives its command, as locally; the session's end
+// (its container's) ends it.
+func TestSetsidDaemonEndsWithSession(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	res := s.runCmd(t, "s", "setsid sleep 300 >/dev/null 2>&1 </dev/null & echo started")
+	if res.Stdout.Text != "started\n" {
+		t.Fatalf("stdout %q", res.Stdout.Text)
+	}
+	if left := s.procs(t, "s"); len(left) != 1 || left[0] != "sleep" {
+		t.Fatalf("in the container: %v; want the daemon's sleep", left)
+	}
+	start := time.Now()
+	s.ex.KillOwned("s")
+	waitNoContainer(t, s, start)
+}
+
+// waitNoContainer waits until none of the test's containers runs, and
+// fails if that took longer than the grace plus a second; then until the
+// engine removed them.
+func waitNoContainer(t *testing.T, s *setup, since time.Time) {
+	t.Helper()
+	waitList(t, s, "-q")
+	if took := time.Since(since); took > grace+time.Second {
+		t.Errorf("the container ran %v after its end was asked; want at most the grace + 1s", took)
+	}
+	waitList(t, s, "-aq")
+}
+
+// waitList polls `docker ps FLAGS` of the test's containers until empty.
+func waitList(t *testing.T, s *setup, flags string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := exec.Command("docker", "ps", flags, "--filter", "label="+testLabel+"="+s.run).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker ps: %v: %s", err, out)
+		}
+		if strings.TrimSpace(string(out)) == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containers still there (docker ps %s): %s", flags, out)
+		}
+	}
+}
+
+func TestTwoSessionsContainersAndSpills(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{tailBytes: 64})
+	cwdA, cwdB := t.TempDir(), t.TempDir()
+	run := func(owner, root, cmd string) executor.Result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := s.ex.Run(ctx, executor.Spec{Command: cmd, Owner: owner, Root: root, Workdir: root})
+		if err != nil {
+			t.Fatalf("%s: %v", owner, err)
+		}
+		return res
+	}
+	big := run("A", cwdA, "seq 1 1000")
+	spill := big.Stdout.SpillPath
+	if !big.Stdout.Truncated || spill == "" {
+		t.Fatalf("no spill file: %+v", big.Stdout)
+	}
+	if res := run("A", cwdA, "tail -n 1 "+spill+"; pwd; hostname"); !strings.HasPrefix(res.Stdout.Text, "1000\n"+cwdA+"\n") {
+		t.Errorf("A's next command: %q; want its spill's last line and its cwd", res.Stdout.Text)
+	}
+	resB := run("B", cwdB, "test -e "+spill+" && echo visible; test -e "+cwdA+" && echo sees-A; pwd")
+	if resB.Stdout.Text != cwdB+"\n" {
+		t.Errorf("B sees: %q; want only its own cwd", resB.Stdout.Text)
+	}
+	if res := run("A", cwdA, "echo x > "+spill+" 2>/dev/null || echo read-only"); res.Stdout.Text != "read-only\n" {
+		t.Errorf("A wrote its spill file: %q", res.Stdout.Text)
+	}
+	if n := len(strings.Fields(s.containers(t))); n != 2 {
+		t.Errorf("%d containers; want one per session", n)
+	}
+}
+
+// A remote engine (here: a tcp:// listener on 127.0.0.1 in front of the
+// test engine, whose mount namespace lacks the hidden directory) whose host
+// lacks the session's directory: the first command says so.
+func TestRemoteEngineWithoutTheCwd(t *testing.T) {
+	t.Parallel()
+	eng := dockertest.Need(t)
+	if eng.Hidden == "" {
+		t.Skip("DSH_TEST_DOCKER_HIDDEN not set: no directory the engine's host lacks")
+	}
+	cwd, err := os.MkdirTemp(eng.Hidden, "proj-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(cwd) })
+	addr := tcpProxy(t, eng.Host)
+	s := newSetup(t, setupOpts{host: "tcp://" + addr, cwd: cwd})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s", Root: cwd})
+	want := "the session's directory " + cwd + " does not exist on the Docker engine's host (tcp://" + addr + ")"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v; want it to say %q", err, want)
+	}
+	if left := s.containers(t); left != "" {
+		t.Errorf("a container was left: %s", left)
+	}
+}
+
+// tcpProxy listens on 127.0.0.1 and forwards each connection to the
+// engine's unix socket; it stops at cleanup.
+func tcpProxy(t *testing.T, host string) string {
+	t.Helper()
+	u, err := url.Parse(host)
+	if err != nil || u.Scheme != "unix" {
+		t.Skipf("the test engine %s is not on a unix socket", host)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	conns := make(chan net.Conn, 64)
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+		}
+	}()
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		var open []net.Conn
+		for {
+			select {
+			case c := <-conns:
+				up, err := net.Dial("unix", u.Path)
+				if err != nil {
+					c.Close()
+					continue
+				}
+				open = append(open, c, up)
+				go func() { _, _ = io.Copy(up, c); closeWrite(up) }()
+				go func() { _, _ = io.Copy(c, up); closeWrite(c) }()
+			case <-stop:
+				for _, c := range open {
+					c.Close()
+				}
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		close(stop)
+		<-served
+	})
+	return ln.Addr().String()
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
+func TestEngineDownIsAClearError(t *testing.T) {
+	t.Parallel()
+	dockertest.Need(t)
+	sock := filepath.Join(t.TempDir(), "nobody.sock")
+	conf, err := docker.NewConfiner(docker.Options{Image: "x", Helper: dockertest.Helper(t), Host: "unix://" + sock, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.NewLocal(executor.Options{DefaultWorkdir: t.TempDir(), SpillDir: t.TempDir(), Confine: conf, ConfineAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 2 { // and again: a failed start is not remembered
+		_, err = ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+		if err == nil || !strings.Contains(err.Error(), "docker: the engine at unix://"+sock+" does not answer") {
+			t.Fatalf("error %v; want one saying the engine does not answer", err)
+		}
+	}
+}
+
+// The agent SIGKILLed: nothing of it can clean up, and the tether does.
+func TestAgentKilledLeavesNothing(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := testutil.Child(t, ctx, "agent", s.helper, s.run, s.cwd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	if n := len(strings.Fields(s.containers(t))); n != 1 {
+		t.Errorf("%d containers before the kill; want 1", n)
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	waitNoContainer(t, s, start)
+}
+
+// agentChild is an agent with a background command in a container, which
+// says ready and waits to be killed.
+func agentChild(args []string) int {
+	helper, run, cwd := args[0], args[1], args[2]
+	conf, err := docker.NewConfiner(docker.Options{Image: os.Getenv("DSH_TEST_DOCKER_IMAGE"), Helper: helper, KillGrace: grace, Labels: map[string]string{testLabel: run}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ex, err := executor.NewLocal(executor.Options{DefaultWorkdir: cwd, SpillDir: os.TempDir(), Confine: conf, ConfineAll: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	if _, err := ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := ex.Start(executor.Spec{Command: "sleep 300 & setsid sleep 301 & wait", Owner: "s"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	<-sig // never comes: the test SIGKILLs
+	return 0
+}
+
+func child(mode string) int {
+	if mode == "agent" {
+		return agentChild(os.Args[2:])
+	}
+	return 2
+}
+
+func TestSweepRemovesOnlyGoneAgents(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	host, _ := os.Hostname()
+	// A pid that is surely gone: a process of ours that ended.
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(agent string) string {
+		out, err := exec.Command("docker", "create", "--label", "dev.dsh-acp.agent="+agent, "--label", testLabel+"="+s.run, s.eng.Image, "true").CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker create: %v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))[:12]
+	}
+	gone := mk(fmt.Sprintf("%s/%d", host, done.Process.Pid))
+	alive := mk(fmt.Sprintf("%s/%d", host, os.Getppid()))
+	other := mk("another-host/1")
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", alive, other).Run() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.conf.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left := s.containers(t)
+	if strings.Contains(left, gone) || !strings.Contains(left, alive) || !strings.Contains(left, other) {
+		t.Errorf("after the sweep: %q; want %s gone, %s and %s kept", left, gone, alive, other)
+	}
+}
+
+// An ssh:// engine is reached as the docker CLI reaches one: ssh running
+// `docker system dial-stdio` there. Here the "ssh" is a script that
+// records its arguments and pid and runs dial-stdio against the test
+// engine; its processes end with their connections.
+func TestSSHEngine(t *testing.T) {
+	t.Parallel()
+	eng := dockertest.Need(t)
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker client for dial-stdio")
+	}
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "ssh")
+	script := "#!/bin/sh\necho \"$$ $*\" >> " + filepath.Join(dir, "calls") + "\nDOCKER_HOST=" + eng.Host + " exec docker system dial-stdio\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newSetupWith(t, setupOpts{host: "ssh://tester@engine-host:2222"}, func(o *docker.Options) { o.SSH = fake })
+	res := s.runCmd(t, "s", "echo $DOCKER_HOST; pwd")
+	if res.Stdout.Text != "\n"+s.cwd+"\n" {
+		t.Errorf("stdout %q; want no DOCKER_HOST and the cwd", res.Stdout.Text)
+	}
+	if err := s.ex.Close(); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := os.ReadFile(filepath.Join(dir, "calls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+	for _, l := range lines {
+		pid, args, _ := strings.Cut(l, " ")
+		if want := "-o BatchMode=yes -o ConnectTimeout=30 -T -l tester -p 2222 -- engine-host docker system dial-stdio"; args != want {
+			t.Errorf("ssh args %q; want %q", args, want)
+		}
+		n, _ := strconv.Atoi(pid)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		testutil.WaitGone(t, ctx, n)
+		cancel()
+	}
+}
+
+func TestSocketNeverMounted(t *testing.T) {
+	t.Parallel()
+	eng := dockertest.Need(t)
+	u, err := url.Parse(eng.Host)
+	if err != nil || u.Scheme != "unix" {
+		t.Skip("the test engine is not on a unix socket")
+	}
+	s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Read = []string{filepath.Dir(u.Path)} })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+	if err == nil || !strings.Contains(err.Error(), "would put the engine's socket "+u.Path+" in reach of commands") {
+		t.Fatalf("error %v; want the mount refused", err)
+	}
+}
+
+// An image the engine lacks is pulled, as `docker run` does; where it
+// cannot be (no registry reachable here), the command says so.
+func TestMissingImage(t *testing.T) {
+	t.Parallel()
+	s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Image = "dsh-acp-test-absent:" + strconv.Itoa(os.Getpid()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
+	defer cancel()
+	_, err := s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+	if err == nil || !strings.Contains(err.Error(), "is not on the engine") || !strings.Contains(err.Error(), "could not be pulled") {
+		t.Fatalf("error %v; want it to say the image is missing and could not be pulled", err)
+	}
+}

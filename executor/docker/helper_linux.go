@@ -1,0 +1,234 @@
+package docker
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
+)
+
+// HelperMain is the helper's whole life inside a session's container: the
+// agent's binary run as HelperMode there. It starts the commands the agent
+// sends over stdin, streams their output and their real end (a signal is a
+// signal, not an exit code 128+n) over stdout, signals their groups on
+// request, and when stdin ends — the agent closed the session, or died and
+// the engine dropped its connection — ends every command and returns, which
+// ends the container. It returns the exit code.
+func HelperMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(HelperMode, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	grace := fs.Duration("grace", 2*time.Second, "how long commands get between SIGTERM and the end of the container")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	h := &helper{out: newFrameWriter(stdout), cmds: map[uint32]int{}, log: stderr}
+	err := h.serve(newFrameReader(stdin))
+	h.endAll(*grace)
+	if !errors.Is(err, io.EOF) { // serve ends only on an error; EOF is the tether's cut
+		fmt.Fprintln(stderr, "dsh-acp helper:", err)
+		return 1
+	}
+	return 0
+}
+
+// helper runs one container's commands.
+type helper struct {
+	out *frameWriter
+	log io.Writer
+
+	// mu guards cmds.
+	mu   sync.Mutex
+	cmds map[uint32]int // command id → its shell's pid (group and session id)
+}
+
+func (h *helper) serve(fr *frameReader) error {
+	for {
+		f, err := fr.read()
+		if err != nil {
+			return err
+		}
+		switch f.kind {
+		case kindStart:
+			var req startReq
+			if err := json.Unmarshal(f.payload, &req); err != nil {
+				h.send(kindFailed, f.id, []byte("bad start request: "+err.Error()))
+				continue
+			}
+			h.start(f.id, req)
+		case kindSignal:
+			if len(f.payload) == 2 {
+				h.signal(f.id, unix.Signal(f.payload[0]), f.payload[1] == 1)
+			}
+		case kindAlive:
+			if len(f.payload) == 5 {
+				alive := h.alive(binary.BigEndian.Uint32(f.payload), f.payload[4] == 1)
+				h.send(kindIsAlive, f.id, []byte{boolByte(alive)})
+			}
+		default:
+			return fmt.Errorf("unknown frame kind %q", f.kind)
+		}
+	}
+}
+
+func (h *helper) send(kind byte, id uint32, payload []byte) {
+	if err := h.out.write(kind, id, payload); err != nil {
+		// The agent is gone: stdin ends next, and with it everything.
+		fmt.Fprintln(h.log, "dsh-acp helper: write:", err)
+	}
+}
+
+// start runs one command as the executor would: bash -c in a session of
+// its own, stdin /dev/null, both streams captured.
+func (h *helper) start(id uint32, req startReq) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		h.send(kindFailed, id, []byte(err.Error()))
+		return
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeFiles(outR, outW)
+		h.send(kindFailed, id, []byte(err.Error()))
+		return
+	}
+	cmd := &exec.Cmd{
+		Path:        "/bin/bash",
+		Args:        []string{"bash", "-c", req.Command},
+		Dir:         req.Dir,
+		Env:         req.Env,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if p, err := exec.LookPath("bash"); err == nil {
+		cmd.Path = p
+	}
+	err = cmd.Start()
+	closeFiles(outW, errW)
+	if err != nil {
+		closeFiles(outR, errR)
+		h.send(kindFailed, id, []byte(startError(req, err)))
+		return
+	}
+	pid := cmd.Process.Pid
+	h.mu.Lock()
+	h.cmds[id] = pid
+	h.mu.Unlock()
+	h.send(kindStarted, id, binary.BigEndian.AppendUint32(nil, uint32(pid)))
+	go h.stream(id, outR, kindStdout, kindOutEOF)
+	go h.stream(id, errR, kindStderr, kindErrEOF)
+	go func() {
+		_ = cmd.Wait()
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		h.send(kindExit, id, binary.BigEndian.AppendUint32(nil, uint32(ws)))
+	}()
+}
+
+// startError says why a command could not start in the container's terms.
+func startError(req startReq, err error) string {
+	if _, serr := os.Stat(req.Dir); serr != nil {
+		return fmt.Sprintf("workdir %s is not in the container (only the session's directory is): %v", req.Dir, serr)
+	}
+	return fmt.Sprintf("start bash in the container: %v", err)
+}
+
+func (h *helper) stream(id uint32, f *os.File, kind, eof byte) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			h.send(kind, id, buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = f.Close()
+	h.send(eof, id, nil)
+}
+
+func (h *helper) pgid(id uint32) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cmds[id]
+}
+
+// signal does what the executor does to a local group: the group, SIGCONT
+// after SIGTERM (a stopped process holds SIGTERM pending), and with session
+// every other group of the command's session.
+func (h *helper) signal(id uint32, sig unix.Signal, session bool) {
+	pgid := h.pgid(id)
+	if pgid <= 0 {
+		return
+	}
+	if err := unix.Kill(-pgid, sig); err == nil && sig == unix.SIGTERM {
+		_ = unix.Kill(-pgid, unix.SIGCONT)
+	}
+	if session {
+		_, _ = proctab.SignalSession(pgid, sig)
+	}
+}
+
+func (h *helper) alive(id uint32, session bool) bool {
+	pgid := h.pgid(id)
+	if pgid <= 0 {
+		return false
+	}
+	return proctab.GroupAlive(pgid) || (session && proctab.SessionAlive(pgid))
+}
+
+// endAll ends every command's session: SIGTERM, then up to grace for them
+// to go. What is left dies with the container (its init ends, and the
+// kernel kills the rest of the PID namespace).
+func (h *helper) endAll(grace time.Duration) {
+	h.mu.Lock()
+	sids := map[int]bool{}
+	for _, pid := range h.cmds {
+		sids[pid] = true
+	}
+	h.mu.Unlock()
+	deadline := time.Now().Add(grace)
+	sig := unix.SIGTERM
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		ps, err := proctab.List()
+		if err != nil {
+			return
+		}
+		groups := proctab.Groups(ps, sids)
+		if len(groups) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			sig = unix.SIGKILL
+		}
+		for g := range groups {
+			if sig != 0 {
+				proctab.SignalGroup(g, sig)
+				if sig == unix.SIGTERM {
+					proctab.SignalGroup(g, unix.SIGCONT)
+				}
+			}
+		}
+		if sig == unix.SIGTERM {
+			sig = 0
+		}
+		time.Sleep(wait) // polling a process table: nothing announces the death of a non-child
+	}
+}
+
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
