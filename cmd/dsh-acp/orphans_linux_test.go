@@ -131,13 +131,23 @@ func TestEndingACommandEndsItsSession(t *testing.T) {
 				t.Parallel()
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
-				var script string
+				var script, pidFile string
+				var job int // the timeout way: the pid of the job the command started
 				switch way {
 				case "bash_kill":
 					script = writeScript(t, taggedCall("", command, true, 0), `{"text":"started"}`,
 						`{"tool_calls":[{"name":"bash_kill","arguments":{"task_id":"bash-1"}}]}`, `{"text":"killed"}`)
 				case "timeout":
-					script = writeScript(t, taggedCall("", command, false, 300), `{"text":"timed out"}`)
+					// The timer ends the command whatever the test does: a test
+					// watching /proc for the sleep before it could, on a loaded
+					// machine, look only after it was gone, and then wait its
+					// whole minute. The command names what it started instead.
+					pidFile = filepath.Join(t.TempDir(), "pid")
+					started := strings.Replace(command, " & wait", " & echo $! > '"+pidFile+"'; wait", 1)
+					if started == command {
+						started = command + " & echo $! > '" + pidFile + "'; wait"
+					}
+					script = writeScript(t, taggedCall("", started, false, 1000), `{"text":"timed out"}`)
 				default:
 					script = writeScript(t, taggedCall("", command, false, 0))
 				}
@@ -147,7 +157,9 @@ func TestEndingACommandEndsItsSession(t *testing.T) {
 				if way == "bash_kill" {
 					p.awaitResult(ctx, id)
 				}
-				p.waitMarked(ctx, isSleep1000)
+				if way != "timeout" {
+					p.waitMarked(ctx, isSleep1000)
+				}
 				ended := time.Now()
 				switch way {
 				case "bash_kill":
@@ -159,8 +171,16 @@ func TestEndingACommandEndsItsSession(t *testing.T) {
 					p.awaitResult(ctx, id)
 				case "timeout":
 					p.awaitResult(ctx, id)
+					ended = time.Now()
+					b, err := os.ReadFile(pidFile)
+					if job, _ = strconv.Atoi(strings.TrimSpace(string(b))); err != nil || job <= 0 {
+						t.Fatalf("the command did not start its job before its timeout: %q %v", b, err)
+					}
 				}
 				p.expectNoSurvivors(ctx, ended)
+				if live(job) {
+					t.Errorf("job %d outlived the command's end", job)
+				}
 				// The agent is still there and answers.
 				p.call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
 			})
