@@ -13,6 +13,11 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
+// pinnedWindow is the window of these tests: 1000 tokens for the
+// conversation beside the system prompt (about 720 tokens) under the
+// compaction threshold (80 %).
+const pinnedWindow = 1775
+
 // A prompt larger than the share of the window a compaction keeps (a pasted
 // log) is never summarized: the summary covers what came before it, and the
 // model is sent the prompt word for word after the summary.
@@ -20,7 +25,7 @@ func TestPromptNeverSummarized(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
 	history := longHistory(3, 200)
-	prompt := "why does this fail?\n" + strings.Repeat("a line of a pasted log\n", 60) // ~350 tokens: over 25 % of 1000
+	prompt := "why does this fail?\n" + strings.Repeat("a line of a pasted log\n", 90) // ~520 tokens: over 25 % of the window
 	var summaryReq agent.Request
 	summarize := func(_ context.Context, req agent.Request, _ func(agent.Delta)) (agent.Response, error) {
 		summaryReq = req
@@ -28,7 +33,7 @@ func TestPromptNeverSummarized(t *testing.T) {
 	}
 	p := newReplay(t, summarize, sayUsage("ok", 600, 5))
 	l := newLoop(t, p)
-	l.ContextWindow = 1000
+	l.ContextWindow = pinnedWindow
 	var rec recorder
 	out, err := l.Run(ctx, agent.Turn{History: history, Prompt: prompt, Emit: rec.emit})
 	if err != nil {
@@ -69,7 +74,7 @@ func TestPromptKeptWhenTheCutFallsAfterIt(t *testing.T) {
 		summarize,
 		sayUsage("done", 300, 5))
 	l := newLoop(t, p, &fakeTool{name: "a", run: func(context.Context, invocation) tools.Result { return tools.Result{Text: pad} }})
-	l.ContextWindow = 1000
+	l.ContextWindow = pinnedWindow
 	var rec recorder
 	out, err := l.Run(ctx, agent.Turn{Prompt: "run a twice", Emit: rec.emit})
 	if err != nil {

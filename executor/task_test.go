@@ -21,23 +21,28 @@ import (
 
 // ends collects task ends delivered to a subscriber.
 type ends struct {
-	mu   sync.Mutex
-	got  map[string][]executor.TaskEnd
-	ch   chan executor.TaskEnd
-	done atomic.Bool // set once Close returned: no call may come after
-	t    *testing.T
+	// mu guards got and changed.
+	mu  sync.Mutex
+	got map[string][]executor.TaskEnd
+	// changed is closed (and replaced) at each end: every waiter wakes,
+	// whichever task it waits for (parallel subtests share one ends, so a
+	// channel of ends would hand one waiter's end to another).
+	changed chan struct{}
+	done    atomic.Bool // set once Close returned: no call may come after
+	t       *testing.T
 }
 
 func subscribe(t *testing.T, l *executor.Local) *ends {
-	e := &ends{got: map[string][]executor.TaskEnd{}, ch: make(chan executor.TaskEnd, 100), t: t}
+	e := &ends{got: map[string][]executor.TaskEnd{}, changed: make(chan struct{}), t: t}
 	l.Subscribe(func(end executor.TaskEnd) {
 		if e.done.Load() {
 			panic("task end delivered after Close returned: " + end.ID)
 		}
 		e.mu.Lock()
 		e.got[end.ID] = append(e.got[end.ID], end)
+		close(e.changed)
+		e.changed = make(chan struct{})
 		e.mu.Unlock()
-		e.ch <- end
 	})
 	return e
 }
@@ -47,13 +52,13 @@ func (e *ends) wait(ctx context.Context, id string) executor.TaskEnd {
 	e.t.Helper()
 	for {
 		e.mu.Lock()
-		got := e.got[id]
+		got, changed := e.got[id], e.changed
 		e.mu.Unlock()
 		if len(got) > 0 {
 			return got[0]
 		}
 		select {
-		case <-e.ch:
+		case <-changed:
 		case <-ctx.Done():
 			e.t.Fatalf("no end for %s", id)
 		}
