@@ -90,6 +90,15 @@ func startInProcess(b *testing.B, script string, persist bool, stateDir ...strin
 	b.Helper()
 	cfg := &config{script: script, maxRequests: 100, timeout: 2 * time.Minute, maxTimeout: 10 * time.Minute, logLevel: "error",
 		stateDir: b.TempDir(), noPersist: !persist}
+	// The agent's own files (a stored key, the user's AGENTS.md) are looked
+	// up in a home of the benchmark's, never the real one.
+	home := b.TempDir()
+	cfg.getenv = func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}
 	if len(stateDir) > 0 {
 		cfg.stateDir = stateDir[0]
 	}
