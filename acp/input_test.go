@@ -85,8 +85,14 @@ func newInputConn(t *testing.T) (*rawConn, *model, *sessions.Registry) {
 // fails the test.
 func (c *rawConn) reply(id string) frame {
 	c.t.Helper()
+	return c.replyWithin(id, testutil.Timeout)
+}
+
+// replyWithin is reply with each wait bounded by d.
+func (c *rawConn) replyWithin(id string, d time.Duration) frame {
+	c.t.Helper()
 	for {
-		f := c.recv()
+		f := c.recvWithin(d)
 		if len(f.ID) == 0 {
 			continue
 		}
@@ -236,7 +242,9 @@ func TestNoInputEndsTheAgent(t *testing.T) {
 			t.Fatalf("test frame: %d bytes", len(frame))
 		}
 		c.send(frame)
-		f := c.reply(`"html"`)
+		// Decoding, storing and estimating a 6 MB prompt under -race takes
+		// tens of seconds on a saturated 2-core machine.
+		f := c.replyWithin(`"html"`, 3*testutil.Timeout)
 		if f.Error != nil || !strings.Contains(string(f.Result), `"end_turn"`) {
 			t.Fatalf("HTML prompt: %s %+v", f.Result, f.Error)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -68,6 +69,14 @@ type frame struct {
 
 func (c *rawConn) recv() frame {
 	c.t.Helper()
+	return c.recvWithin(testutil.Timeout)
+}
+
+// recvWithin is recv with a bound of its own, for a frame whose handling is
+// heavy by design (megabytes of hostile input under -race on a saturated
+// machine): the test is about the answer, not its speed.
+func (c *rawConn) recvWithin(d time.Duration) frame {
+	c.t.Helper()
 	select {
 	case b, ok := <-c.lines:
 		if !ok {
@@ -78,7 +87,7 @@ func (c *rawConn) recv() frame {
 			c.t.Fatalf("agent wrote a non-JSON line %q: %v", b, err)
 		}
 		return f
-	case <-testutil.Context(c.t).Done():
+	case <-testutil.WithTimeout(c.t, d).Done():
 		c.t.Fatal("timed out waiting for a reply")
 		return frame{}
 	}
