@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -102,7 +103,9 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	h := newHistory(state.Compaction, imageLoader(stored, s.log))
 	s.gone = map[string]bool{}
 	var plan *tools.Plan
+	var gc collector
 	err = stored.Scan(func(e store.Entry) bool {
+		gc.streamed(len(e.Data))
 		h.add(e)
 		switch e.Kind {
 		case store.KindPlan:
@@ -168,7 +171,9 @@ func (s *Session) replayEntries() iter.Seq2[int, store.Entry] {
 		i := 0
 		if st != nil {
 			stopped := false
+			var gc collector
 			err := st.Scan(func(e store.Entry) bool {
+				gc.streamed(len(e.Data))
 				if !yield(i, e) {
 					stopped = true
 					return false
@@ -223,6 +228,31 @@ func (s *Session) historyEntries() []store.Entry {
 		out = append(out, store.Entry{Seq: int64(i + 1), Kind: p.Kind(), Data: data})
 	}
 	return out
+}
+
+// collectEvery is how many bytes of a log stream by between two forced
+// collections while a session loads.
+const collectEvery = 2 << 20
+
+// collector forces a garbage collection each time another collectEvery
+// bytes of a log have streamed by. Rebuilding a history makes garbage a few
+// times the bytes it reads (each entry's raw line, its payload decoded), a
+// replay about twenty times (the ACP SDK marshals each notification, turns
+// it into a map and marshals it again, at each level of its unions), while
+// the history rebuilt, about the log's size, stays live: left to the pacer
+// (GOGC=100) the heap grows to twice what is live before it is collected,
+// so a 300 MB log would peak over 600 MB. A collection every 2 MB bounds
+// that garbage to some 40 MB, and costs little: what is live is mostly
+// strings, which the collector does not scan (a few milliseconds each with
+// 300 MB live). Logs under 2 MB never force one.
+type collector struct{ n int }
+
+func (c *collector) streamed(n int) {
+	c.n += n
+	if c.n >= collectEvery {
+		c.n = 0
+		runtime.GC()
+	}
 }
 
 // abortedText answers, in a rebuilt history, a tool call whose result was

@@ -82,17 +82,7 @@ func (f *folder) add(e Entry) {
 			st.AlwaysAllow = append(st.AlwaysAllow, v.Key)
 		}
 	case *Notice:
-		switch v.State {
-		case NoticeQueued:
-			st.PendingNotices = append(st.PendingNotices, *v)
-		case NoticeDelivered:
-			for i, n := range st.PendingNotices {
-				if n.ID == v.ID {
-					st.PendingNotices = append(st.PendingNotices[:i:i], st.PendingNotices[i+1:]...)
-					break
-				}
-			}
-		}
+		f.notice(*v)
 	case *TaskStarted:
 		if !f.running[v.ID] {
 			f.running[v.ID] = true
@@ -106,6 +96,22 @@ func (f *folder) add(e Entry) {
 	case *Compaction:
 		c := *v
 		st.Compaction = &c
+	}
+}
+
+// notice keeps the pending notices: queued ones in order, less those
+// delivered since.
+func (f *folder) notice(v Notice) {
+	switch v.State {
+	case NoticeQueued:
+		f.st.PendingNotices = append(f.st.PendingNotices, v)
+	case NoticeDelivered:
+		for i, n := range f.st.PendingNotices {
+			if n.ID == v.ID {
+				f.st.PendingNotices = append(f.st.PendingNotices[:i:i], f.st.PendingNotices[i+1:]...)
+				break
+			}
+		}
 	}
 }
 
