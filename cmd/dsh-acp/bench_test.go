@@ -89,7 +89,10 @@ type inProcess struct {
 func startInProcess(b *testing.B, script string, persist bool, stateDir ...string) *inProcess {
 	b.Helper()
 	cfg := &config{script: script, maxRequests: 100, timeout: 2 * time.Minute, maxTimeout: 10 * time.Minute, logLevel: "error",
-		stateDir: b.TempDir(), noPersist: !persist}
+		stateDir: b.TempDir(), noPersist: !persist,
+		// An empty environment: nothing of the real home (its config, its
+		// stored key) is looked up.
+		getenv: func(string) string { return "" }}
 	if len(stateDir) > 0 {
 		cfg.stateDir = stateDir[0]
 	}

@@ -33,8 +33,8 @@ type Session struct {
 	entries []Entry
 	// keep: Open holds the entries it reads (not OpenState).
 	keep bool
-	// fold is the State of the entries Open read, folded as they were
-	// read; nil after Create and ReleaseEntries.
+	// fold is, after OpenState, the State of the entries it read, folded
+	// as they streamed by; nil otherwise (State folds entries).
 	fold *folder
 
 	// mu guards everything below.
@@ -280,7 +280,9 @@ func (sess *Session) load(r io.Reader) error {
 		return fmt.Errorf("%w: header names session %q", ErrForeign, h.ID)
 	}
 	sess.header = h
-	sess.fold = newFolder(h)
+	if !sess.keep {
+		sess.fold = newFolder(h)
+	}
 	sess.meta = meta{Format: Format, Version: Version, ID: h.ID, Cwd: h.Cwd, Created: h.Created, Updated: h.Created}
 	sess.size = lr.off
 	for lineNo := 2; ; lineNo++ {
@@ -319,8 +321,9 @@ func (sess *Session) loadLine(line []byte, lineNo int, log *zap.Logger) {
 	}
 	if sess.keep {
 		sess.entries = append(sess.entries, e)
+	} else {
+		sess.fold.add(e)
 	}
-	sess.fold.add(e)
 	sess.noteMeta(e.Kind, e.Data, e.Time)
 }
 
@@ -441,10 +444,10 @@ func (sess *Session) Entries() []Entry { return sess.entries }
 
 // State folds the header and the entries read by Open (see Fold).
 func (sess *Session) State() State {
-	if sess.fold == nil {
-		return Fold(sess.header, nil)
+	if sess.fold != nil {
+		return sess.fold.state()
 	}
-	return sess.fold.state()
+	return Fold(sess.header, sess.entries)
 }
 
 // ReleaseEntries drops the entries read by Open, once the caller has what

@@ -57,6 +57,12 @@ func newFolder(h Header) *folder {
 }
 
 func (f *folder) add(e Entry) {
+	switch e.Kind {
+	case KindPrompt, KindAssistant, KindToolResult, KindPlan:
+		// The conversation says nothing of the state: not decoded (most of
+		// a log's bytes are here).
+		return
+	}
 	p := newPayload(e.Kind)
 	if p == nil || json.Unmarshal(e.Data, p) != nil {
 		return
