@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
@@ -69,7 +70,7 @@ func (a *Agent) open(id, cwd string, mcpServers []acpsdk.McpServer) (sessions.Lo
 		log.Info("session already live", zap.String("cwd", l.Session.Cwd))
 		return l, nil
 	}
-	log.Info("session loaded", zap.String("cwd", l.Session.Cwd), zap.Int("entries", len(l.Entries)))
+	log.Info("session loaded", zap.String("cwd", l.Session.Cwd))
 	a.startServers(l.Session, mcpServers)
 	return l, nil
 }
@@ -77,7 +78,7 @@ func (a *Agent) open(id, cwd string, mcpServers []acpsdk.McpServer) (sessions.Lo
 // replay sends the stored conversation as the editor saw it: each prompt,
 // the model's reasoning and text, and each tool call with its title, kind,
 // rawInput, final status and content (not its live output).
-func (a *Agent) replay(ctx context.Context, s *sessions.Session, entries []store.Entry) {
+func (a *Agent) replay(ctx context.Context, s *sessions.Session, entries iter.Seq2[int, store.Entry]) {
 	sid := s.ID
 	names := map[string]string{}
 	for _, e := range entries {

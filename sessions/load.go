@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // More sentinels of the stored sessions.
@@ -30,10 +33,12 @@ var (
 // Loaded is a session made live by Open.
 type Loaded struct {
 	Session *Session
-	// Entries are the session's conversation as stored entries, for replay:
-	// read back from its store, also when the session was live here already
-	// (a client reopening a thread it never closed shows it whole).
-	Entries []store.Entry
+	// Entries ranges over the session's conversation as stored entries, for
+	// replay: read back from its store as it is ranged, the log streaming
+	// by (a log is never held whole beside the history rebuilt from it),
+	// also when the session was live here already (a client reopening a
+	// thread it never closed shows it whole). The index counts from 0.
+	Entries iter.Seq2[int, store.Entry]
 	// WasLive: the session was live in this process already and is
 	// returned as is.
 	WasLive bool
@@ -79,7 +84,7 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	if r.store == nil {
 		return Loaded{}, fmt.Errorf("%w: %s (sessions are not stored: --no-persist)", ErrNotFound, id)
 	}
-	stored, err := r.store.Open(id)
+	stored, err := r.store.OpenState(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
 		return Loaded{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -90,15 +95,36 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	case err != nil:
 		return Loaded{}, fmt.Errorf("open stored session %s: %w", id, err)
 	}
-	entries := stored.Entries()
 	state := stored.State()
-	// The caller's replay is the last use of the entries: the live session
-	// keeps its history, not its log.
-	stored.ReleaseEntries()
 	s := r.newSession(id, cwd)
 	s.stored = stored
-	s.history, s.seqs = history(entries, state, imageLoader(stored, s.log))
-	s.plan = lastPlan(entries)
+	// One pass over the log rebuilds all that the live session keeps of
+	// it; the replay reads it again.
+	h := newHistory(state.Compaction, imageLoader(stored, s.log))
+	s.gone = map[string]bool{}
+	var plan *tools.Plan
+	var gc collector
+	err = stored.Scan(func(e store.Entry) bool {
+		gc.streamed(len(e.Data))
+		h.add(e)
+		switch e.Kind {
+		case store.KindPlan:
+			if p, err := e.Decode(); err == nil {
+				plan = PlanOf(p.(store.Plan))
+			}
+		case store.KindTaskStarted:
+			if p, err := e.Decode(); err == nil {
+				s.gone[p.(store.TaskStarted).ID] = true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		stored.Close()
+		return Loaded{}, fmt.Errorf("read stored session %s: %w", id, err)
+	}
+	s.history, s.seqs = h.done()
+	s.plan = plan
 	s.title = state.Title
 	// A stored mode this process does not offer (the sandbox is off now)
 	// falls back to asking, never to running unconfined unasked.
@@ -121,15 +147,6 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	for _, n := range state.PendingNotices {
 		s.notices = append(s.notices, notice{id: n.ID, text: n.Text})
 	}
-	s.gone = map[string]bool{}
-	for _, e := range entries {
-		if e.Kind != store.KindTaskStarted {
-			continue
-		}
-		if p, err := e.Decode(); err == nil {
-			s.gone[p.(store.TaskStarted).ID] = true
-		}
-	}
 	if cwd != state.Cwd {
 		s.persist(store.Cwd{Cwd: cwd})
 	}
@@ -140,24 +157,53 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 		s.queueNotice(r.goneNotice(state.RunningTasks))
 	}
 	s.Sync()
-	return Loaded{Session: s, Entries: entries}, nil
+	return Loaded{Session: s, Entries: s.replayEntries()}, nil
 }
 
 // replayEntries is a live session's conversation as entries: read back
-// from its store, or made from its history when it has none (sessions not
-// stored), with what a replay can show of it.
-func (s *Session) replayEntries() []store.Entry {
+// from its store as they are ranged, or made from its history when it has
+// none (sessions not stored), with what a replay can show of it.
+func (s *Session) replayEntries() iter.Seq2[int, store.Entry] {
+	return func(yield func(int, store.Entry) bool) {
+		s.mu.Lock()
+		st := s.stored
+		s.mu.Unlock()
+		i := 0
+		if st != nil {
+			stopped := false
+			var gc collector
+			err := st.Scan(func(e store.Entry) bool {
+				gc.streamed(len(e.Data))
+				if !yield(i, e) {
+					stopped = true
+					return false
+				}
+				i++
+				return true
+			})
+			switch {
+			case err == nil, stopped:
+				return
+			case i > 0:
+				s.log.Warn("stored session read back only in part for a replay", zap.Error(err))
+				return
+			}
+			s.log.Warn("stored session not read back for a replay; replaying its history", zap.Error(err))
+		}
+		for i, e := range s.historyEntries() {
+			if !yield(i, e) {
+				return
+			}
+		}
+	}
+}
+
+// historyEntries is the session's history as entries, for the replay of a
+// session that is not stored.
+func (s *Session) historyEntries() []store.Entry {
 	s.mu.Lock()
-	st := s.stored
 	hist := append([]agent.Message(nil), s.history...)
 	s.mu.Unlock()
-	if st != nil {
-		entries, err := st.ReadEntries()
-		if err == nil {
-			return entries
-		}
-		s.log.Warn("stored session not read back for a replay; replaying its history", zap.Error(err))
-	}
 	var out []store.Entry
 	for i, m := range hist {
 		var p store.Payload
@@ -182,6 +228,31 @@ func (s *Session) replayEntries() []store.Entry {
 		out = append(out, store.Entry{Seq: int64(i + 1), Kind: p.Kind(), Data: data})
 	}
 	return out
+}
+
+// collectEvery is how many bytes of a log stream by between two forced
+// collections while a session loads.
+const collectEvery = 2 << 20
+
+// collector forces a garbage collection each time another collectEvery
+// bytes of a log have streamed by. Rebuilding a history makes garbage a few
+// times the bytes it reads (each entry's raw line, its payload decoded), a
+// replay about twenty times (the ACP SDK marshals each notification, turns
+// it into a map and marshals it again, at each level of its unions), while
+// the history rebuilt, about the log's size, stays live: left to the pacer
+// (GOGC=100) the heap grows to twice what is live before it is collected,
+// so a 300 MB log would peak over 600 MB. A collection every 2 MB bounds
+// that garbage to some 40 MB, and costs little: what is live is mostly
+// strings, which the collector does not scan (a few milliseconds each with
+// 300 MB live). Logs under 2 MB never force one.
+type collector struct{ n int }
+
+func (c *collector) streamed(n int) {
+	c.n += n
+	if c.n >= collectEvery {
+		c.n = 0
+		runtime.GC()
+	}
 }
 
 // abortedText answers, in a rebuilt history, a tool call whose result was
@@ -221,105 +292,130 @@ func imageLoader(stored *store.Session, log *zap.Logger) func([]store.Image) []a
 // images, when set, reads a prompt's stored images back; nil leaves them
 // out.
 func history(entries []store.Entry, state store.State, images func([]store.Image) []agent.Image) ([]agent.Message, []int64) {
-	var msgs []agent.Message
-	var seqs []int64
-	add := func(seq int64, m agent.Message) {
-		msgs = append(msgs, m)
-		seqs = append(seqs, seq)
-	}
-	from := compactedStart(entries, state.Compaction, add)
-	var open []string
-	answered := map[string]bool{}
-	var notices []string
-	var noticeSeq int64
-	closeCalls := func() {
-		for _, id := range open {
-			if !answered[id] {
-				add(0, agent.Message{Role: agent.RoleTool, ToolCallID: id, Content: abortedText})
-			}
-		}
-		open = nil
-	}
-	endNotices := func() {
-		if len(notices) > 0 {
-			add(noticeSeq, agent.Message{Role: agent.RoleUser, Content: strings.Join(notices, "\n")})
-			notices = nil
-		}
-	}
+	h := newHistory(state.Compaction, images)
 	for _, e := range entries {
-		if e.Seq < from {
-			continue
-		}
-		p, err := e.Decode()
-		if err != nil {
-			continue
-		}
-		switch v := p.(type) {
-		case store.Prompt:
-			closeCalls()
-			endNotices()
-			m := agent.Message{Role: agent.RoleUser, Content: v.Text}
-			if images != nil && len(v.Images) > 0 {
-				m.Images = images(v.Images)
-			}
-			add(e.Seq, m)
-		case store.Notice:
-			if v.State == store.NoticeDelivered {
-				closeCalls()
-				if len(notices) == 0 {
-					noticeSeq = e.Seq
-				}
-				notices = append(notices, v.Text)
-			}
-		case store.Assistant:
-			closeCalls()
-			endNotices()
-			m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning, ReasoningField: v.ReasoningField}
-			for _, c := range v.ToolCalls {
-				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-				open = append(open, c.ID)
-			}
-			add(e.Seq, m)
-		case store.ToolResult:
-			endNotices()
-			answered[v.CallID] = true
-			add(e.Seq, agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text})
-		}
+		h.add(e)
 	}
-	closeCalls()
-	endNotices()
-	return msgs, seqs
+	return h.done()
 }
 
-// compactedStart adds what stands for the part of the history a compaction
-// replaced (its summary, then the prompt it kept word for word, if any) and
-// returns the Seq of the first entry after it; 0 without a compaction.
-func compactedStart(entries []store.Entry, c *store.Compaction, add func(int64, agent.Message)) int64 {
-	if c == nil {
-		return 0
+// historyBuilder rebuilds a history from entries given one at a time, in
+// order, so that a log can be rebuilt from as it streams by.
+type historyBuilder struct {
+	compaction *store.Compaction
+	images     func([]store.Image) []agent.Image
+	// prefix stands for the part of the history a compaction replaced (its
+	// summary, then the prompt it kept word for word, if any); body is the
+	// history after it.
+	prefix, body         []agent.Message
+	prefixSeqs, bodySeqs []int64
+	// keptPrompt: the entry of the compaction's kept prompt was met.
+	keptPrompt bool
+	// The calls of the last assistant message, and those answered.
+	open     []string
+	answered map[string]bool
+	// notices delivered in a row, sent as one user message.
+	notices   []string
+	noticeSeq int64
+}
+
+func newHistory(c *store.Compaction, images func([]store.Image) []agent.Image) *historyBuilder {
+	h := &historyBuilder{compaction: c, images: images, answered: map[string]bool{}}
+	if c != nil {
+		h.prefix = []agent.Message{agent.SummaryMessage(c.Summary)}
+		h.prefixSeqs = []int64{0}
 	}
-	add(0, agent.SummaryMessage(c.Summary))
-	if c.PromptSeq != 0 {
-		for _, e := range entries {
-			if e.Seq != c.PromptSeq {
-				continue
-			}
+	return h
+}
+
+// add takes the next entry of the log.
+func (h *historyBuilder) add(e store.Entry) {
+	if c := h.compaction; c != nil {
+		if c.PromptSeq != 0 && e.Seq == c.PromptSeq && !h.keptPrompt {
+			h.keptPrompt = true
 			if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
-				add(e.Seq, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
-			}
-			break
-		}
-	}
-	from := c.KeptFromSeq
-	if from == 0 {
-		// None kept: the history goes on after the compaction entry.
-		for _, e := range entries {
-			if e.Kind == store.KindCompaction {
-				from = e.Seq + 1
+				h.prefix = append(h.prefix, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
+				h.prefixSeqs = append(h.prefixSeqs, e.Seq)
 			}
 		}
+		if c.KeptFromSeq == 0 && e.Kind == store.KindCompaction {
+			// None kept: the history goes on after the last compaction
+			// entry, and what came before it is dropped.
+			h.body, h.bodySeqs, h.open, h.notices = nil, nil, nil, nil
+			h.answered = map[string]bool{}
+			return
+		}
+		if e.Seq < c.KeptFromSeq {
+			return
+		}
 	}
-	return from
+	p, err := e.Decode()
+	if err != nil {
+		return
+	}
+	switch v := p.(type) {
+	case store.Prompt:
+		h.closeCalls()
+		h.endNotices()
+		m := agent.Message{Role: agent.RoleUser, Content: v.Text}
+		if h.images != nil && len(v.Images) > 0 {
+			m.Images = h.images(v.Images)
+		}
+		h.push(e.Seq, m)
+	case store.Notice:
+		if v.State == store.NoticeDelivered {
+			h.closeCalls()
+			if len(h.notices) == 0 {
+				h.noticeSeq = e.Seq
+			}
+			h.notices = append(h.notices, v.Text)
+		}
+	case store.Assistant:
+		h.closeCalls()
+		h.endNotices()
+		m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning, ReasoningField: v.ReasoningField}
+		for _, c := range v.ToolCalls {
+			m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			h.open = append(h.open, c.ID)
+		}
+		h.push(e.Seq, m)
+	case store.ToolResult:
+		h.endNotices()
+		h.answered[v.CallID] = true
+		h.push(e.Seq, agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text})
+	}
+}
+
+func (h *historyBuilder) push(seq int64, m agent.Message) {
+	h.body = append(h.body, m)
+	h.bodySeqs = append(h.bodySeqs, seq)
+}
+
+// closeCalls answers the open calls never answered.
+func (h *historyBuilder) closeCalls() {
+	for _, id := range h.open {
+		if !h.answered[id] {
+			h.push(0, agent.Message{Role: agent.RoleTool, ToolCallID: id, Content: abortedText})
+		}
+	}
+	h.open = nil
+}
+
+func (h *historyBuilder) endNotices() {
+	if len(h.notices) > 0 {
+		h.push(h.noticeSeq, agent.Message{Role: agent.RoleUser, Content: strings.Join(h.notices, "\n")})
+		h.notices = nil
+	}
+}
+
+// done returns the history and the Seqs of its messages.
+func (h *historyBuilder) done() ([]agent.Message, []int64) {
+	h.closeCalls()
+	h.endNotices()
+	if len(h.prefix) == 0 {
+		return h.body, h.bodySeqs
+	}
+	return append(h.prefix, h.body...), append(h.prefixSeqs, h.bodySeqs...)
 }
 
 // Delete closes the session if it is live here and removes it from the

@@ -357,16 +357,3 @@ func PlanOf(p store.Plan) *tools.Plan {
 	}
 	return tp
 }
-
-// lastPlan is the plan of the session's last Plan entry; nil if none.
-func lastPlan(entries []store.Entry) *tools.Plan {
-	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].Kind != store.KindPlan {
-			continue
-		}
-		if p, err := entries[i].Decode(); err == nil {
-			return PlanOf(p.(store.Plan))
-		}
-	}
-	return nil
-}

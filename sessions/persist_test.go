@@ -178,3 +178,56 @@ func TestPlanFromStore(t *testing.T) {
 		t.Errorf("%d plan entries stored, want 2 (the same plan again is not stored)", n)
 	}
 }
+
+// Compactions that kept nothing rebuild, after a restart, as the last
+// one's summary and what came after it: nothing from before it, not even
+// the answer of a call left open there.
+func TestHistoryAfterCompactionsThatKeptNothing(t *testing.T) {
+	st, err := store.New(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(sessions.Options{Store: st})
+	s, err := reg.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddPrompt("first", nil, nil)
+	s.AddMessage(agent.Message{Role: agent.RoleAssistant, Content: "one"}, nil, false)
+	s.AddCompaction(agent.Compaction{ID: "compact-1", Trigger: agent.TriggerAuto, Summary: "First summary.", KeptFrom: 2})
+	s.AddPrompt("second", nil, nil)
+	s.AddMessage(agent.Message{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}}}, nil, false)
+	s.AddCompaction(agent.Compaction{ID: "compact-2", Trigger: agent.TriggerManual, Summary: "Second summary.", KeptFrom: 2})
+	after := []agent.Message{
+		{Role: agent.RoleUser, Content: "third"},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c2", Name: "bash", Arguments: `{"command":"pwd"}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c2", Content: "/w"},
+	}
+	s.AddPrompt(after[0].Content, nil, nil)
+	s.AddMessage(after[1], nil, false)
+	s.AddMessage(after[2], nil, false)
+	if err := reg.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	reg2 := sessions.New(sessions.Options{Store: st})
+	defer reg2.CloseAll()
+	l, err := reg2.Open(s.ID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]agent.Message{agent.SummaryMessage("Second summary.")}, after...)
+	if diff := cmp.Diff(want, l.Session.History()); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	// The replay still shows the whole log, both compactions included.
+	var kinds []store.Kind
+	for _, e := range l.Entries {
+		if e.Kind == store.KindCompaction || e.Kind == store.KindPrompt {
+			kinds = append(kinds, e.Kind)
+		}
+	}
+	wantKinds := []store.Kind{store.KindPrompt, store.KindCompaction, store.KindPrompt, store.KindCompaction, store.KindPrompt}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
+		t.Errorf("replayed entries (-want +got):\n%s", diff)
+	}
+}

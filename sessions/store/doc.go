@@ -18,12 +18,14 @@ package store
 //     first entry kept.
 //   - session/load, session/resume: look in the live registry first (a
 //     session live here is returned as is: Open would say ErrOpen). Else
-//     sess, err := st.Open(id): ErrNotFound → -32002; ErrLocked → an error
-//     saying the session is open in another dsh-acp process; ErrForeign,
-//     ErrNewerVersion → the file is not usable by this version. Rebuild the
-//     history from sess.Entries() (from the last Compaction on, see
-//     State.Compaction) and the settings from sess.State(); replay the
-//     entries for load. If the cwd given differs from State().Cwd, Append
+//     sess, err := st.OpenState(id): ErrNotFound → -32002; ErrLocked → an
+//     error saying the session is open in another dsh-acp process;
+//     ErrForeign, ErrNewerVersion → the file is not usable by this version.
+//     Take the settings from sess.State(), rebuild the history with
+//     sess.Scan (from the last Compaction on, see State.Compaction), and
+//     replay for load with another Scan: the log streams by each time and
+//     is never held whole beside the history (st.Open, which keeps the
+//     entries, is for small readers). If the cwd given differs from State().Cwd, Append
 //     Cwd{cwd}. For each of State().RunningTasks, tell the model once and
 //     Append TaskEnded{ID, State: "gone"}.
 //   - session/close: sess.Close() (syncs, releases the lock; the session

@@ -31,6 +31,11 @@ type Session struct {
 	id      string
 	header  Header
 	entries []Entry
+	// keep: Open holds the entries it reads (not OpenState).
+	keep bool
+	// fold is, after OpenState, the State of the entries it read, folded
+	// as they streamed by; nil otherwise (State folds entries).
+	fold *folder
 
 	// mu guards everything below.
 	mu sync.Mutex
@@ -146,13 +151,25 @@ func (s *Store) create(id, cwd string) (*Session, error) {
 // line. Lines that do not parse and entries of unknown kinds are skipped
 // with a warning. Neither fails the load.
 func (s *Store) Open(id string) (*Session, error) {
+	return s.openSession(id, true)
+}
+
+// OpenState is Open without holding the entries: State is folded while the
+// log streams by and Entries is nil; Scan reads the conversation back. A
+// caller that rebuilds what it needs from a log as large as the store
+// allows holds it once, not twice.
+func (s *Store) OpenState(id string) (*Session, error) {
+	return s.openSession(id, false)
+}
+
+func (s *Store) openSession(id string, keep bool) (*Session, error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("open session %q: %w", id, ErrNotFound)
 	}
 	if !s.reserve(id) {
 		return nil, fmt.Errorf("open session %s: %w", id, ErrOpen)
 	}
-	sess, err := s.openLocked(id)
+	sess, err := s.openLocked(id, keep)
 	if err != nil {
 		s.release(id)
 		return nil, fmt.Errorf("open session %s: %w", id, err)
@@ -160,7 +177,7 @@ func (s *Store) Open(id string) (*Session, error) {
 	return sess, nil
 }
 
-func (s *Store) openLocked(id string) (*Session, error) {
+func (s *Store) openLocked(id string, keep bool) (*Session, error) {
 	f, err := openRegular(s.logPath(id), os.O_RDWR|os.O_APPEND, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -194,7 +211,7 @@ func (s *Store) openLocked(id string) (*Session, error) {
 		return nil, fmt.Errorf("%w: %s is %s, over the %s this dsh-acp loads", ErrTooLarge,
 			f.Name(), humanBytes(fi.Size()), humanBytes(s.maxLogBytes))
 	}
-	sess := &Session{store: s, id: id, f: f}
+	sess := &Session{store: s, id: id, f: f, keep: keep}
 	if err := sess.load(io.NewSectionReader(f, 0, fi.Size())); err != nil {
 		return nil, err
 	}
@@ -263,6 +280,9 @@ func (sess *Session) load(r io.Reader) error {
 		return fmt.Errorf("%w: header names session %q", ErrForeign, h.ID)
 	}
 	sess.header = h
+	if !sess.keep {
+		sess.fold = newFolder(h)
+	}
 	sess.meta = meta{Format: Format, Version: Version, ID: h.ID, Cwd: h.Cwd, Created: h.Created, Updated: h.Created}
 	sess.size = lr.off
 	for lineNo := 2; ; lineNo++ {
@@ -299,7 +319,11 @@ func (sess *Session) loadLine(line []byte, lineNo int, log *zap.Logger) {
 		log.Warn("store: entry of unknown kind skipped", zap.Int("line", lineNo), zap.String("kind", string(e.Kind)))
 		return
 	}
-	sess.entries = append(sess.entries, e)
+	if sess.keep {
+		sess.entries = append(sess.entries, e)
+	} else {
+		sess.fold.add(e)
+	}
 	sess.noteMeta(e.Kind, e.Data, e.Time)
 }
 
@@ -341,33 +365,47 @@ func (lr *lineReader) next() (line []byte, complete bool, err error) {
 // Open included (a replay of a session live in this process). Lines that do
 // not parse and kinds not known are skipped, as Open skips them.
 func (sess *Session) ReadEntries() ([]Entry, error) {
+	var out []Entry
+	err := sess.Scan(func(e Entry) bool {
+		out = append(out, e)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Scan is ReadEntries one entry at a time, the log streaming by: fn is
+// given each entry in order until it returns false. Nothing is held but
+// the entry fn is given.
+func (sess *Session) Scan(fn func(Entry) bool) error {
 	// The file up to size is never rewritten (appends only; a failed write
 	// is cut back to size), so it is read without holding the lock that
 	// the turn's appends need.
 	sess.mu.Lock()
 	if sess.closed {
 		sess.mu.Unlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	size := sess.size
 	pending := bytes.Clone(sess.buf)
 	sess.mu.Unlock()
 	lr := lineReader{r: bufio.NewReaderSize(io.MultiReader(io.NewSectionReader(sess.f, 0, size), bytes.NewReader(pending)), 64<<10)}
-	var out []Entry
 	for first := true; ; first = false {
 		line, complete, err := lr.next()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !complete {
-			return out, nil
+			return nil
 		}
 		if first {
 			continue // the header
 		}
 		var e Entry
-		if json.Unmarshal(line, &e) == nil && newPayload(e.Kind) != nil {
-			out = append(out, e)
+		if json.Unmarshal(line, &e) == nil && newPayload(e.Kind) != nil && !fn(e) {
+			return nil
 		}
 	}
 }
@@ -398,14 +436,19 @@ func (sess *Session) ID() string { return sess.id }
 // Header returns the session's header.
 func (sess *Session) Header() Header { return sess.header }
 
-// Entries returns the entries read by Open, in order (nil after Create and
-// after ReleaseEntries).
+// Entries returns the entries read by Open, in order (nil after Create,
+// OpenState and ReleaseEntries).
 // Entries appended since are not included. The slice is shared: do not
 // modify it.
 func (sess *Session) Entries() []Entry { return sess.entries }
 
 // State folds the header and the entries read by Open (see Fold).
-func (sess *Session) State() State { return Fold(sess.header, sess.entries) }
+func (sess *Session) State() State {
+	if sess.fold != nil {
+		return sess.fold.state()
+	}
+	return Fold(sess.header, sess.entries)
+}
 
 // ReleaseEntries drops the entries read by Open, once the caller has what
 // it needs of them (Entries and State are empty after it): a live session
@@ -415,6 +458,7 @@ func (sess *Session) ReleaseEntries() {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	sess.entries = nil
+	sess.fold = nil
 }
 
 // Append adds an entry and returns its Seq. It is buffered (written through

@@ -1,6 +1,10 @@
 package store
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+)
 
 // State is what a session's entries say about its settings, folded in
 // order: the part of a session that is not its conversation.
@@ -31,63 +35,108 @@ type State struct {
 // Fold computes a session's State from its header and entries. Entries
 // that do not decode are ignored.
 func Fold(h Header, entries []Entry) State {
-	st := State{Cwd: h.Cwd}
-	allowed := map[string]bool{}
-	running := map[string]bool{}
-	var tasks []string
+	f := newFolder(h)
 	for _, e := range entries {
-		p := newPayload(e.Kind)
-		if p == nil || json.Unmarshal(e.Data, p) != nil {
-			continue
+		f.add(e)
+	}
+	return f.state()
+}
+
+// folder folds entries into a State one at a time, so that a log can be
+// folded as it streams, without holding its entries.
+type folder struct {
+	st      State
+	allowed map[string]bool
+	running map[string]bool
+	// tasks are the tasks started, in order, once each.
+	tasks []string
+}
+
+func newFolder(h Header) *folder {
+	return &folder{st: State{Cwd: h.Cwd}, allowed: map[string]bool{}, running: map[string]bool{}}
+}
+
+func (f *folder) add(e Entry) {
+	switch e.Kind {
+	case KindPrompt, KindAssistant, KindToolResult, KindPlan:
+		// The conversation says nothing of the state: not decoded (most of
+		// a log's bytes are here).
+		return
+	}
+	p := newPayload(e.Kind)
+	if p == nil || json.Unmarshal(e.Data, p) != nil {
+		return
+	}
+	st := &f.st
+	switch v := p.(type) {
+	case *Cwd:
+		if v.Cwd != "" {
+			st.Cwd = v.Cwd
 		}
-		switch v := p.(type) {
-		case *Cwd:
-			if v.Cwd != "" {
-				st.Cwd = v.Cwd
+	case *Title:
+		st.Title = v.Title
+	case *Mode:
+		st.Mode = v.Mode
+	case *Config:
+		if st.Config == nil {
+			st.Config = map[string]string{}
+		}
+		st.Config[v.OptionID] = v.Value
+	case *AlwaysAllow:
+		if !f.allowed[v.Key] {
+			f.allowed[v.Key] = true
+			st.AlwaysAllow = append(st.AlwaysAllow, v.Key)
+		}
+	case *Notice:
+		f.notice(*v)
+	case *TaskStarted:
+		if !f.running[v.ID] {
+			f.running[v.ID] = true
+			f.tasks = append(f.tasks, v.ID)
+		}
+	case *TaskEnded:
+		delete(f.running, v.ID)
+	case *Usage:
+		u := *v
+		st.Usage = &u
+	case *Compaction:
+		c := *v
+		st.Compaction = &c
+	}
+}
+
+// notice keeps the pending notices: queued ones in order, less those
+// delivered since.
+func (f *folder) notice(v Notice) {
+	switch v.State {
+	case NoticeQueued:
+		f.st.PendingNotices = append(f.st.PendingNotices, v)
+	case NoticeDelivered:
+		for i, n := range f.st.PendingNotices {
+			if n.ID == v.ID {
+				f.st.PendingNotices = append(f.st.PendingNotices[:i:i], f.st.PendingNotices[i+1:]...)
+				break
 			}
-		case *Title:
-			st.Title = v.Title
-		case *Mode:
-			st.Mode = v.Mode
-		case *Config:
-			if st.Config == nil {
-				st.Config = map[string]string{}
-			}
-			st.Config[v.OptionID] = v.Value
-		case *AlwaysAllow:
-			if !allowed[v.Key] {
-				allowed[v.Key] = true
-				st.AlwaysAllow = append(st.AlwaysAllow, v.Key)
-			}
-		case *Notice:
-			switch v.State {
-			case NoticeQueued:
-				st.PendingNotices = append(st.PendingNotices, *v)
-			case NoticeDelivered:
-				for i, n := range st.PendingNotices {
-					if n.ID == v.ID {
-						st.PendingNotices = append(st.PendingNotices[:i:i], st.PendingNotices[i+1:]...)
-						break
-					}
-				}
-			}
-		case *TaskStarted:
-			if !running[v.ID] {
-				running[v.ID] = true
-				tasks = append(tasks, v.ID)
-			}
-		case *TaskEnded:
-			delete(running, v.ID)
-		case *Usage:
-			u := *v
-			st.Usage = &u
-		case *Compaction:
-			c := *v
-			st.Compaction = &c
 		}
 	}
-	for _, id := range tasks {
-		if running[id] {
+}
+
+// state is the State folded so far; the caller may keep and change it.
+func (f *folder) state() State {
+	st := f.st
+	st.Config = maps.Clone(st.Config)
+	st.AlwaysAllow = slices.Clone(st.AlwaysAllow)
+	st.PendingNotices = slices.Clone(st.PendingNotices)
+	if st.Usage != nil {
+		u := *st.Usage
+		st.Usage = &u
+	}
+	if st.Compaction != nil {
+		c := *st.Compaction
+		st.Compaction = &c
+	}
+	for _, id := range f.tasks {
+		if f.running[id] {
 			st.RunningTasks = append(st.RunningTasks, id)
 		}
 	}
