@@ -148,6 +148,37 @@ func authenticate(cfg *config, op *openai.Provider) func(context.Context) error 
 	}
 }
 
+// agentFiles are the agent's own files, which no command may read: the
+// log, the script record, the stored key and, when sessions are stored,
+// the state directory.
+func agentFiles(cfg *config, stored bool) []string {
+	files := []string{cfg.logFile, cfg.scriptRecord}
+	if kf, err := keyFile(cfg.getenv); err == nil {
+		files = append(files, kf)
+	}
+	if stored {
+		if dir, err := cfg.storeDir(); err == nil {
+			files = append(files, dir)
+		}
+	}
+	return files
+}
+
+// chooseConfiner is where commands run: the sandbox's confiner (confining
+// every command only under the test switch), or with --executor docker
+// every command in its session's container, where the Auto in sandbox mode
+// is not offered, the container being what confines.
+func chooseConfiner(cfg *config, limits executor.Limits, log *zap.Logger, sb *lazySandbox) (confine executor.Confiner, all bool, offered func() bool, err error) {
+	if cfg.executorKind() != "docker" {
+		return sb, sb.confineAll, sb.offered, nil
+	}
+	dc, err := startDocker(cfg, limits, log)
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("--executor docker: %w", err)
+	}
+	return dc, true, func() bool { return false }, nil
+}
+
 func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	provider, op, closers, err := newProvider(cfg, log)
 	if err != nil {
@@ -168,30 +199,13 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		return nil, errors.Join(err, closeAll(closers))
 	}
 	a := &app{log: log, closers: closers, store: st, guard: g}
-	deny := []string{cfg.logFile, cfg.scriptRecord}
-	if kf, err := keyFile(cfg.getenv); err == nil {
-		// The stored key is the agent's, never a command's to read.
-		deny = append(deny, kf)
-	}
-	if st != nil {
-		if dir, err := cfg.storeDir(); err == nil {
-			deny = append(deny, dir)
-		}
-	}
-	sb, err := startSandbox(cfg, log, deny)
+	sb, err := startSandbox(cfg, log, agentFiles(cfg, st != nil))
 	if err != nil {
 		return nil, errors.Join(err, closeAll(closers))
 	}
-	var confine executor.Confiner = sb
-	confineAll, offered := sb.confineAll, sb.offered
-	if cfg.executorKind() == "docker" {
-		// Every command in its session's container; the Auto in sandbox
-		// mode is not offered, the container being what confines.
-		dc, err := startDocker(cfg, limits, log)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("--executor docker: %w", err), closeAll(closers))
-		}
-		confine, confineAll, offered = dc, true, func() bool { return false }
+	confine, confineAll, offered, err := chooseConfiner(cfg, limits, log, sb)
+	if err != nil {
+		return nil, errors.Join(err, closeAll(closers))
 	}
 	exOpts := executor.Options{
 		Limits:   limits,
