@@ -261,14 +261,7 @@ func (s *Session) Model() string {
 // SetModel sets the model used from the next model request, persisted at
 // once. The caller checks the value.
 func (s *Session) SetModel(model string) {
-	s.mu.Lock()
-	changed := s.model != model
-	s.model = model
-	s.mu.Unlock()
-	if changed {
-		s.persist(store.Config{OptionID: ConfigModel, Value: model})
-		s.Sync()
-	}
+	s.setOption(&s.model, ConfigModel, model)
 }
 
 // Thinking returns the session's thought level option; empty means the
@@ -282,12 +275,18 @@ func (s *Session) Thinking() string {
 // SetThinking sets the thought level used from the next model request,
 // persisted at once. The caller checks the value.
 func (s *Session) SetThinking(level string) {
+	s.setOption(&s.thinking, ConfigThinking, level)
+}
+
+// setOption sets a config option's field (guarded by s.mu) and, when it
+// changed, stores it at once.
+func (s *Session) setOption(field *string, id, value string) {
 	s.mu.Lock()
-	changed := s.thinking != level
-	s.thinking = level
+	changed := *field != value
+	*field = value
 	s.mu.Unlock()
 	if changed {
-		s.persist(store.Config{OptionID: ConfigThinking, Value: level})
+		s.persist(store.Config{OptionID: id, Value: value})
 		s.Sync()
 	}
 }
