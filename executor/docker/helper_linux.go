@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -126,10 +127,21 @@ func (h *helper) start(id uint32, req startReq) {
 	h.cmds[id] = pid
 	h.mu.Unlock()
 	h.send(kindStarted, id, binary.BigEndian.AppendUint32(nil, uint32(pid)))
-	go h.stream(id, outR, kindStdout, kindOutEOF)
-	go h.stream(id, errR, kindStderr, kindErrEOF)
+	streams := [2]*outStream{
+		newOutStream(outR, kindStdout, kindOutEOF),
+		newOutStream(errR, kindStderr, kindErrEOF),
+	}
+	for _, s := range streams {
+		go h.stream(id, s)
+	}
 	go func() {
 		_ = cmd.Wait()
+		// The exit frame must follow every byte the shell wrote: the
+		// agent stops reading a command's output a grace after its exit,
+		// so output sent after the exit could be cut off on a busy machine.
+		for _, s := range streams {
+			s.catchUp()
+		}
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		h.send(kindExit, id, binary.BigEndian.AppendUint32(nil, uint32(ws)))
 	}()
@@ -143,19 +155,83 @@ func startError(req startReq, err error) string {
 	return fmt.Sprintf("start bash in the container: %v", err)
 }
 
-func (h *helper) stream(id uint32, f *os.File, kind, eof byte) {
+// outStream is one captured pipe of a command, read by one goroutine.
+type outStream struct {
+	f         *os.File
+	kind, eof byte
+	exited    atomic.Bool   // the shell exited: a deadline means catch up
+	caught    chan struct{} // closed once what was in the pipe at the exit was sent
+	ended     chan struct{} // closed once the end of the stream was sent
+}
+
+func newOutStream(f *os.File, kind, eof byte) *outStream {
+	return &outStream{f: f, kind: kind, eof: eof, caught: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// catchUp returns once everything the pipe held when it was called has been
+// sent. The shell has exited, so all it wrote is in the pipe by now; the
+// reading goroutine is woken by a deadline, drains the pipe and goes back to
+// reading what leftovers may still write.
+func (s *outStream) catchUp() {
+	s.exited.Store(true)
+	_ = s.f.SetReadDeadline(time.Now()) // fails only once the stream ended: then all was sent
+	select {
+	case <-s.caught:
+	case <-s.ended:
+	}
+}
+
+func (h *helper) stream(id uint32, s *outStream) {
+	defer close(s.ended)
 	buf := make([]byte, 64<<10)
+	caught := false
 	for {
-		n, err := f.Read(buf)
+		n, err := s.f.Read(buf)
 		if n > 0 {
-			h.send(kind, id, buf[:n])
+			h.send(s.kind, id, buf[:n])
+		}
+		if !caught && errors.Is(err, os.ErrDeadlineExceeded) && s.exited.Load() {
+			caught = true
+			h.drain(id, s, buf)
+			close(s.caught)
+			continue
 		}
 		if err != nil {
 			break
 		}
 	}
-	_ = f.Close()
-	h.send(eof, id, nil)
+	_ = s.f.Close()
+	h.send(s.eof, id, nil)
+}
+
+// maxCatchUp bounds the catch-up read: a leftover that keeps writing must
+// not hold back the exit frame.
+const maxCatchUp = 1 << 20
+
+// drain sends what the pipe holds right now, without waiting for more.
+func (h *helper) drain(id uint32, s *outStream, buf []byte) {
+	if err := s.f.SetReadDeadline(time.Time{}); err != nil {
+		return
+	}
+	rc, err := s.f.SyscallConn()
+	if err != nil {
+		return
+	}
+	total := 0
+	_ = rc.Read(func(fd uintptr) bool {
+		for total < maxCatchUp {
+			n, err := unix.Read(int(fd), buf)
+			if n > 0 {
+				h.send(s.kind, id, buf[:n])
+				total += n
+				continue
+			}
+			if !errors.Is(err, unix.EINTR) {
+				break // EOF, EAGAIN (nothing more now) or a real error
+			}
+		}
+		return true // never wait for more
+	})
 }
 
 func (h *helper) pgid(id uint32) int {
