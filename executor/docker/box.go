@@ -548,6 +548,14 @@ func (p *remoteProc) Alive(session bool) bool { return p.b.query(p.id, session) 
 // handle applies one frame of the helper's; it reports whether the command
 // is over (it ended and its output did, or it never started).
 func (p *remoteProc) handle(f frame) bool {
+	switch f.kind {
+	case kindStdout:
+		p.write(&p.out, f.payload)
+		return false
+	case kindStderr:
+		p.write(&p.err, f.payload)
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch f.kind {
@@ -559,10 +567,6 @@ func (p *remoteProc) handle(f frame) bool {
 	case kindFailed:
 		p.startErr = "docker: " + string(f.payload)
 		p.markStarted()
-	case kindStdout:
-		p.out = writeOrClose(p.out, f.payload)
-	case kindStderr:
-		p.err = writeOrClose(p.err, f.payload)
 	case kindOutEOF:
 		p.out = closeFile(p.out)
 	case kindErrEOF:
@@ -614,16 +618,25 @@ func (p *remoteProc) closeFilesLocked() {
 	p.err = closeFile(p.err)
 }
 
-// writeOrClose writes to a capture pipe; once the executor stopped reading
-// it (a leftover held the stream past its grace) the rest is dropped.
-func writeOrClose(f *os.File, b []byte) *os.File {
+// write writes output to one of our capture pipes, without holding p.mu:
+// the write blocks while the pipe is full, and the executor starts reading
+// only once start, which takes p.mu, has returned. Once the executor stopped
+// reading (a leftover held the stream past its grace) the write fails and
+// the rest of the stream is dropped.
+func (p *remoteProc) write(which **os.File, b []byte) {
+	p.mu.Lock()
+	f := *which
+	p.mu.Unlock()
 	if f == nil {
-		return nil
+		return
 	}
 	if _, err := f.Write(b); err != nil {
-		return closeFile(f)
+		p.mu.Lock()
+		if *which == f {
+			*which = closeFile(f)
+		}
+		p.mu.Unlock()
 	}
-	return f
 }
 
 func closeFile(f *os.File) *os.File {
