@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -33,12 +32,12 @@ var (
 // Loaded is a session made live by Open.
 type Loaded struct {
 	Session *Session
-	// Entries ranges over the session's conversation as stored entries, for
-	// replay: read back from its store as it is ranged, the log streaming
-	// by (a log is never held whole beside the history rebuilt from it),
-	// also when the session was live here already (a client reopening a
-	// thread it never closed shows it whole). The index counts from 0.
-	Entries iter.Seq2[int, store.Entry]
+	// Replay ranges over the session's conversation as the editor saw it:
+	// read back from its store as it is ranged, the log streaming by (a log
+	// is never held whole beside the history rebuilt from it), also when
+	// the session was live here already (a client reopening a thread it
+	// never closed shows it whole).
+	Replay iter.Seq[Replayed]
 	// WasLive: the session was live in this process already and is
 	// returned as is.
 	WasLive bool
@@ -58,7 +57,7 @@ func (r *Registry) Open(id, cwd string) (Loaded, error) {
 		r.mu.Lock()
 		if s := r.byID[id]; s != nil {
 			r.mu.Unlock()
-			return Loaded{Session: s, Entries: s.replayEntries(), WasLive: true}, nil
+			return Loaded{Session: s, Replay: s.replay(), WasLive: true}, nil
 		}
 		wait := r.loading[id]
 		if wait == nil {
@@ -84,7 +83,7 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	if r.store == nil {
 		return Loaded{}, fmt.Errorf("%w: %s (sessions are not stored: --no-persist)", ErrNotFound, id)
 	}
-	stored, err := r.store.OpenState(id)
+	stored, err := r.store.Reopen(id, cwd)
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
 		return Loaded{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -147,87 +146,12 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	for _, n := range state.PendingNotices {
 		s.notices = append(s.notices, notice{id: n.ID, text: n.Text})
 	}
-	if cwd != state.Cwd {
-		s.persist(store.Cwd{Cwd: cwd})
-	}
 	if len(state.RunningTasks) > 0 {
-		for _, t := range state.RunningTasks {
-			s.persist(store.TaskEnded{ID: t, State: "gone"})
-		}
+		// Reopen recorded them gone.
 		s.queueNotice(r.goneNotice(state.RunningTasks))
 	}
 	s.Sync()
-	return Loaded{Session: s, Entries: s.replayEntries()}, nil
-}
-
-// replayEntries is a live session's conversation as entries: read back
-// from its store as they are ranged, or made from its history when it has
-// none (sessions not stored), with what a replay can show of it.
-func (s *Session) replayEntries() iter.Seq2[int, store.Entry] {
-	return func(yield func(int, store.Entry) bool) {
-		s.mu.Lock()
-		st := s.stored
-		s.mu.Unlock()
-		i := 0
-		if st != nil {
-			stopped := false
-			var gc collector
-			err := st.Scan(func(e store.Entry) bool {
-				gc.streamed(len(e.Data))
-				if !yield(i, e) {
-					stopped = true
-					return false
-				}
-				i++
-				return true
-			})
-			switch {
-			case err == nil, stopped:
-				return
-			case i > 0:
-				s.log.Warn("stored session read back only in part for a replay", zap.Error(err))
-				return
-			}
-			s.log.Warn("stored session not read back for a replay; replaying its history", zap.Error(err))
-		}
-		for i, e := range s.historyEntries() {
-			if !yield(i, e) {
-				return
-			}
-		}
-	}
-}
-
-// historyEntries is the session's history as entries, for the replay of a
-// session that is not stored.
-func (s *Session) historyEntries() []store.Entry {
-	s.mu.Lock()
-	hist := append([]agent.Message(nil), s.history...)
-	s.mu.Unlock()
-	var out []store.Entry
-	for i, m := range hist {
-		var p store.Payload
-		switch m.Role {
-		case agent.RoleUser:
-			p = store.Prompt{Text: m.Content}
-		case agent.RoleAssistant:
-			a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent}
-			for _, c := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
-			p = a
-		case agent.RoleTool:
-			p = store.ToolResult{CallID: m.ToolCallID, Text: m.Content}
-		default:
-			continue
-		}
-		data, err := json.Marshal(p)
-		if err != nil {
-			continue
-		}
-		out = append(out, store.Entry{Seq: int64(i + 1), Kind: p.Kind(), Data: data})
-	}
-	return out
+	return Loaded{Session: s, Replay: s.replay()}, nil
 }
 
 // collectEvery is how many bytes of a log stream by between two forced
