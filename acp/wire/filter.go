@@ -78,7 +78,7 @@ type inbound struct {
 	pw   *io.PipeWriter
 	stop <-chan struct{}
 	// slots holds one token per notification handed to the SDK and not
-	// yet handled (Cancel takes it back).
+	// yet handled (NotificationHandled takes it back).
 	slots chan struct{}
 
 	batch []byte
@@ -193,7 +193,7 @@ func (f *inbound) notification(h *header, line []byte, fits bool) {
 			return
 		}
 		f.w.sessions.CancelThrough(sid, f.w.order.cancelRead(sid))
-		// The SDK calls Cancel (which frees the slot) only for params it
+		// The SDK calls the Cancel handler (which frees the slot) only for params it
 		// decodes; otherwise it would log and drop the frame.
 		if fits && sdkDecodesCancel(line) {
 			f.passNotification(line)
