@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +33,7 @@ func (f *fakeSessions) Known(sid string) bool { return f.known[sid] }
 func (f *fakeSessions) CancelThrough(sid string, n uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.cancels = append(f.cancels, sid+":"+string(rune('0'+n)))
+	f.cancels = append(f.cancels, sid+":"+strconv.FormatUint(n, 10))
 }
 
 func (f *fakeSessions) cancelled() []string {
@@ -42,7 +43,7 @@ func (f *fakeSessions) cancelled() []string {
 }
 
 func prompt(id int, sid string) string {
-	return `{"jsonrpc":"2.0","id":` + string(rune('0'+id)) + `,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[]}}`
+	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[]}}`
 }
 
 // connected is a Wire between a client's pipe and a reader standing in for
@@ -133,7 +134,7 @@ func TestCancelCoversThePromptsReadBeforeIt(t *testing.T) {
 			t.Fatalf("claimed ticket %d, want %d", tk.Seq, want)
 		}
 		if want < 3 {
-			if id := c.next(t); id != string(rune('0'+want+1)) {
+			if id := c.next(t); id != strconv.FormatUint(want+1, 10) {
 				t.Fatalf("frame handed to the SDK after claiming %d has id %s, want %d", want, id, want+1)
 			}
 		}
