@@ -36,10 +36,8 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	// The turn is not bound to the SDK's request context: the SDK cancels
 	// that for every session/cancel and newer prompt of the session as its
 	// handlers happen to run, which can hit a prompt written after the
-	// cancel. Cancels, supersedes and shutdown reach the turn in wire order:
-	// the session owns the turn, and the wire tells it which prompts a
-	// cancel covered (see wire.Sessions) and numbers the prompts it supersedes
-	// by (the ticket).
+	// cancel. Cancels, supersedes and shutdown reach the turn, which the
+	// session owns, in wire order: the ticket and wire.Sessions.
 	tctx, end, err := s.BeginTurn(context.WithoutCancel(ctx), sessions.Ticket(tk.Seq))
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
