@@ -135,7 +135,7 @@ func New(opts Options) (*Agent, error) {
 // SDK would drop them silently, or close the connection); see package wire.
 // Serve is called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	sdkIn, sdkOut, startInput := a.wire.Connect(in, out, a.announce.written)
+	sdkIn, sdkOut, startInput := a.wire.Connect(in, out, a.announce.replied)
 	conn := acpsdk.NewAgentSideConnection(a, sdkOut, sdkIn)
 	conn.SetLogger(logbridge.New(a.log.Named("sdk")))
 	a.mu.Lock()

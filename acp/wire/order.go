@@ -35,6 +35,9 @@ type order struct {
 	// forward hands a held-back prompt frame to the SDK; set before the
 	// first frame is read.
 	forward func(frame []byte)
+	// replied, if set, is given the result of each reply written (see
+	// Wire.Connect); set before the first frame is read.
+	replied func(result json.RawMessage)
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -293,7 +296,9 @@ func (o *order) waitAll(timeout time.Duration) bool {
 // written looks at a frame the agent wrote. A reply (an id and no method,
 // whatever the order of its members) releases the waiters of its request;
 // if that request was a prompt still in transit, the SDK answered it
-// without running our handler, and the session's next prompt may go.
+// without running our handler, and the session's next prompt may go. Its
+// result is then handed to replied. Every reply is to a request read, so
+// with none awaited no frame is decoded.
 func (o *order) written(frame []byte) {
 	o.mu.Lock()
 	idle := len(o.awaited) == 0
@@ -304,6 +309,7 @@ func (o *order) written(frame []byte) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
 	}
 	if json.Unmarshal(frame, &msg) != nil || msg.Method != nil || !validID(msg.ID) {
 		return
@@ -323,4 +329,7 @@ func (o *order) written(frame []byte) {
 	}
 	o.mu.Unlock()
 	o.send(next)
+	if o.replied != nil {
+		o.replied(msg.Result)
+	}
 }

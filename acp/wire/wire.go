@@ -8,6 +8,7 @@ package wire
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"time"
 
@@ -56,17 +57,13 @@ func New(s Sessions, log *zap.Logger) *Wire {
 }
 
 // Connect puts the wire between the client (in, out) and the SDK: the SDK
-// reads sdkIn and writes sdkOut. Every frame written to sdkOut is shown to
-// written (if not nil) once its Write returned. Nothing reaches sdkIn
-// before start is called: the SDK's reader runs from its constructor, and
-// its logger may only be set while that reader has nothing to log about.
-func (w *Wire) Connect(in io.Reader, out io.Writer, written func(frame []byte)) (sdkIn io.Reader, sdkOut io.Writer, start func()) {
-	lw := &lockedWriter{w: out, written: func(frame []byte) {
-		w.order.written(frame)
-		if written != nil {
-			written(frame)
-		}
-	}}
+// reads sdkIn and writes sdkOut. Once the SDK has written a reply, replied
+// (if not nil) is given its result (nil for an error reply); it runs inside
+// the SDK's write, so it must not block. Nothing reaches sdkIn before start
+// is called: the SDK's reader runs from its constructor, and its logger may
+// only be set while that reader has nothing to log about.
+func (w *Wire) Connect(in io.Reader, out io.Writer, replied func(result json.RawMessage)) (sdkIn io.Reader, sdkOut io.Writer, start func()) {
+	lw := &lockedWriter{w: out, written: w.order.written}
 	pr, pw := io.Pipe()
 	w.stop = make(chan struct{})
 	w.sdkIn = pr
@@ -74,6 +71,7 @@ func (w *Wire) Connect(in io.Reader, out io.Writer, written func(frame []byte)) 
 	w.order.forward = func(frame []byte) {
 		_, _ = pw.Write(append(frame[:len(frame):len(frame)], '\n'))
 	}
+	w.order.replied = replied
 	return pr, lw, func() { go f.run() }
 }
 

@@ -56,12 +56,12 @@ type connected struct {
 	out    *syncBuffer
 }
 
-func connect(t *testing.T, s wire.Sessions) *connected {
+func connect(t *testing.T, s wire.Sessions, replied func(json.RawMessage)) *connected {
 	t.Helper()
 	in, client := io.Pipe()
 	out := &syncBuffer{}
 	w := wire.New(s, nil)
-	sdkIn, sdkOut, start := w.Connect(in, out, nil)
+	sdkIn, sdkOut, start := w.Connect(in, out, replied)
 	start()
 	c := &connected{w: w, client: client, sdk: bufio.NewReader(sdkIn), sdkOut: sdkOut, out: out}
 	t.Cleanup(func() {
@@ -112,7 +112,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // is read, before any handler runs.
 func TestCancelCoversThePromptsReadBeforeIt(t *testing.T) {
 	s := &fakeSessions{known: map[string]bool{"s1": true}}
-	c := connect(t, s)
+	c := connect(t, s, nil)
 	c.send(t, prompt(1, "s1"), prompt(2, "s1"),
 		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`,
 		prompt(3, "s1"),
@@ -145,16 +145,31 @@ func TestCancelCoversThePromptsReadBeforeIt(t *testing.T) {
 }
 
 // TestAfterReplyWaitsForTheReply: a turn's end runs once the reply to its
-// prompt is written, and WaitReplies returns once every request read was
-// answered.
+// prompt is written, the reply's result is handed to the watcher given to
+// Connect (and nothing the agent writes that is not a reply), and
+// WaitReplies returns once every request read was answered.
 func TestAfterReplyWaitsForTheReply(t *testing.T) {
 	s := &fakeSessions{known: map[string]bool{"s1": true}}
-	c := connect(t, s)
+	var mu sync.Mutex
+	var results []string
+	c := connect(t, s, func(result json.RawMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		results = append(results, string(result))
+	})
 	c.send(t, prompt(1, "s1"))
 	c.next(t)
 	tk := c.w.Claim("s1")
 	ended := make(chan struct{})
 	c.w.AfterReply(tk, func() { close(ended) })
+	for _, f := range []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1"}}`,
+		`{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s1"}}`,
+	} {
+		if _, err := io.WriteString(c.sdkOut, f+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	select {
 	case <-ended:
 		t.Fatal("the turn ended before its reply was written")
@@ -167,6 +182,12 @@ func TestAfterReplyWaitsForTheReply(t *testing.T) {
 	case <-ended:
 	case <-time.After(testutil.Timeout):
 		t.Fatal("the turn did not end after its reply was written")
+	}
+	mu.Lock()
+	got := append([]string(nil), results...)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != `{"stopReason":"end_turn"}` {
+		t.Errorf("results handed to the watcher = %q, want the reply's only", got)
 	}
 	if !c.w.WaitReplies() {
 		t.Error("WaitReplies: replies still owed after the only request was answered")
