@@ -15,6 +15,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/acp/wire"
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/logbridge"
 	"github.com/dsh-acp/dsh-acp/permission"
@@ -83,10 +84,8 @@ type Agent struct {
 	opts Options
 	log  *zap.Logger
 
-	order *order
-	// slots: one token per notification handed to the SDK and not yet
-	// handled (see inbound.passNotification).
-	slots  chan struct{}
+	// wire orders the frames read before the handlers see them.
+	wire   *wire.Wire
 	models *models
 	// imagesNoted holds the ids of sessions told that their model does
 	// not read images.
@@ -126,23 +125,18 @@ func New(opts Options) (*Agent, error) {
 	if opts.Model == "" {
 		opts.Model = "default"
 	}
-	return &Agent{opts: opts, log: log, order: newOrder(log), slots: make(chan struct{}, notifyWindow),
+	return &Agent{opts: opts, log: log, wire: wire.New(liveSessions{opts.Sessions}, log),
 		models: &models{lister: opts.Models, def: opts.Model, log: log}}, nil
 }
 
 // Serve speaks ACP over in/out until the peer closes in or ctx is done, then
 // cancels every turn and closes every session. Only protocol frames are
 // written to out. Malformed frames are answered with JSON-RPC errors (the
-// SDK would drop them silently, or close the connection); see inbound.
+// SDK would drop them silently, or close the connection); see package wire.
 // Serve is called once.
 func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	stop := make(chan struct{})
-	w := &lockedWriter{w: out, written: func(frame []byte) {
-		a.order.written(frame)
-		a.announce.written(frame)
-	}}
-	sdkIn, startInput := a.filterInput(in, w, stop)
-	conn := acpsdk.NewAgentSideConnection(a, w, sdkIn)
+	sdkIn, sdkOut, startInput := a.wire.Connect(in, out, a.announce.replied)
+	conn := acpsdk.NewAgentSideConnection(a, sdkOut, sdkIn)
 	conn.SetLogger(logbridge.New(a.log.Named("sdk")))
 	a.mu.Lock()
 	a.conn = conn
@@ -162,13 +156,26 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// request already read: a client that writes a request and closes its
 	// end at once still gets its answer.
 	a.opts.Sessions.CloseAll()
-	if !a.order.waitAll(replyGrace) {
+	if !a.wire.WaitReplies() {
 		a.log.Warn("shutting down with replies still unwritten")
 	}
 	// Unblock the filter and end the SDK's reader, if still running.
-	close(stop)
-	sdkIn.Close()
+	a.wire.Close()
 	return nil
+}
+
+// liveSessions is what the wire asks of the registry.
+type liveSessions struct{ r *sessions.Registry }
+
+func (l liveSessions) Known(sid string) bool {
+	_, err := l.r.Get(sid)
+	return err == nil
+}
+
+func (l liveSessions) CancelThrough(sid string, n uint64) {
+	if s, err := l.r.Get(sid); err == nil {
+		s.CancelThrough(sessions.Ticket(n))
+	}
 }
 
 func (a *Agent) client() client {

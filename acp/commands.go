@@ -99,28 +99,25 @@ func (an *announcer) add(sid string, f func()) {
 	an.pending[sid] = f
 }
 
-// written looks at a frame the agent wrote: a reply whose result names a
-// pending session starts its announcement (on its own goroutine: this runs
-// inside the connection's write).
-func (an *announcer) written(frame []byte) {
+// replied looks at the result of a reply the agent wrote: one that names
+// a pending session starts its announcement (on its own goroutine: this
+// runs inside the connection's write).
+func (an *announcer) replied(result json.RawMessage) {
 	an.mu.Lock()
 	idle := len(an.pending) == 0
 	an.mu.Unlock()
 	if idle {
 		return
 	}
-	var reply struct {
-		Method *string `json:"method"`
-		Result struct {
-			SessionID string `json:"sessionId"`
-		} `json:"result"`
+	var r struct {
+		SessionID string `json:"sessionId"`
 	}
-	if json.Unmarshal(frame, &reply) != nil || reply.Method != nil || reply.Result.SessionID == "" {
+	if json.Unmarshal(result, &r) != nil || r.SessionID == "" {
 		return
 	}
 	an.mu.Lock()
-	f := an.pending[reply.Result.SessionID]
-	delete(an.pending, reply.Result.SessionID)
+	f := an.pending[r.SessionID]
+	delete(an.pending, r.SessionID)
 	an.mu.Unlock()
 	if f != nil {
 		go f()

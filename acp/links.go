@@ -14,13 +14,15 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/acp/wire"
 )
 
 // maxResourceText bounds the text of one resource the model is given with
 // a prompt. An embedded resource is bounded by the longest frame the agent
 // reads, and the model sees all of it; a linked file read for the model
 // gets the same bound. Past it only the beginning is given, with a note.
-const maxResourceText = maxFrame
+const maxResourceText = wire.MaxFrame
 
 // linkReadTimeout bounds a client's answer to fs/read_text_file: a client
 // that does not answer must not hold the prompt.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"iter"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions"
-	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
 var _ acpsdk.AgentLoader = (*Agent)(nil)
@@ -29,7 +27,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (r
 	if err != nil {
 		return resp, toRequestError(err)
 	}
-	a.replay(ctx, l.Session, l.Entries)
+	a.replay(ctx, l.Session, l.Replay)
 	a.announceCommands(l.Session.ID)
 	a.announce.madeLive(l.Session.ID)
 	return acpsdk.LoadSessionResponse{Modes: a.modeState(l.Session), ConfigOptions: a.configOptions(ctx, l.Session)}, nil
@@ -78,103 +76,110 @@ func (a *Agent) open(id, cwd string, mcpServers []acpsdk.McpServer) (sessions.Lo
 // replay sends the stored conversation as the editor saw it: each prompt,
 // the model's reasoning and text, and each tool call with its title, kind,
 // rawInput, final status and content (not its live output).
-func (a *Agent) replay(ctx context.Context, s *sessions.Session, entries iter.Seq2[int, store.Entry]) {
-	sid := s.ID
-	names := map[string]string{}
-	for _, e := range entries {
-		p, err := e.Decode()
-		if err != nil {
-			continue
-		}
-		switch v := p.(type) {
-		case store.Prompt:
-			var blocks []acpsdk.ContentBlock
-			if len(v.Blocks) == 0 || json.Unmarshal(v.Blocks, &blocks) != nil || len(blocks) == 0 {
-				blocks = []acpsdk.ContentBlock{acpsdk.TextBlock(v.Text)}
-			}
-			restoreImages(s, blocks, v.Images)
-			for _, b := range blocks {
-				a.sendUpdate(ctx, sid, acpsdk.UpdateUserMessage(b))
-			}
-		case store.Assistant:
-			// Replayed messages carry ids as live ones do: one for the
-			// reasoning, one for the text.
-			if v.Reasoning != "" {
-				a.sendUpdate(ctx, sid, thoughtChunk(agent.Event{Text: v.Reasoning, MessageID: uuid.NewString()}))
-			}
-			if v.Text != "" {
-				id := v.MessageID
-				if id == "" {
-					id = uuid.NewString()
-				}
-				a.sendUpdate(ctx, sid, messageChunk(agent.Event{Text: v.Text, MessageID: id}))
-			}
-			for _, c := range v.ToolCalls {
-				names[c.ID] = c.Name
-			}
-		case store.ToolResult:
-			if !v.Hidden {
-				a.sendUpdate(ctx, sid, replayedCall(v, names[v.CallID]))
-			}
-		case store.Plan:
-			a.sendUpdate(ctx, sid, planUpdate(sessions.PlanOf(v)))
-		case store.Compaction:
-			c := agent.Compaction{ID: v.CallID, Trigger: v.Trigger, Focus: v.Focus, KeptFrom: v.Replaced,
-				PreTokens: int(v.PreTokens), PostTokens: int(v.PostTokens)}
-			if c.ID == "" {
-				c.ID = fmt.Sprintf("compact-%d", e.Seq)
-			}
-			start := compactionStart(c)
-			start.ToolCall.Status = acpsdk.ToolCallStatusCompleted
-			a.sendUpdate(ctx, sid, start)
-			a.sendUpdate(ctx, sid, compactionEnd(c, nil))
+func (a *Agent) replay(ctx context.Context, s *sessions.Session, steps iter.Seq[sessions.Replayed]) {
+	for r := range steps {
+		for _, up := range replayed(s, r) {
+			a.sendUpdate(ctx, s.ID, up)
 		}
 	}
 }
 
-func replayedCall(r store.ToolResult, name string) acpsdk.SessionUpdate {
-	title := r.Title
-	if title == "" {
-		title = name
+// replayed is the updates that show one step of a conversation again.
+func replayed(s *sessions.Session, r sessions.Replayed) []acpsdk.SessionUpdate {
+	switch {
+	case r.Prompt != nil:
+		return replayedPrompt(s, r.Prompt)
+	case r.Message != nil:
+		return replayedMessage(r.Message)
+	case r.Call != nil:
+		return []acpsdk.SessionUpdate{replayedCall(r.Call)}
+	case r.Plan != nil:
+		return []acpsdk.SessionUpdate{planUpdate(r.Plan)}
+	case r.Compaction != nil:
+		start := compactionStart(*r.Compaction)
+		start.ToolCall.Status = acpsdk.ToolCallStatusCompleted
+		return []acpsdk.SessionUpdate{start, compactionEnd(*r.Compaction, nil)}
 	}
-	kind := acpsdk.ToolKind(r.ToolKind)
+	return nil
+}
+
+// replayedPrompt is the prompt's blocks as the editor sent them, their
+// images' data read back; its text alone when they were not kept.
+func replayedPrompt(s *sessions.Session, p *sessions.ReplayedPrompt) []acpsdk.SessionUpdate {
+	var blocks []acpsdk.ContentBlock
+	if len(p.Blocks) == 0 || json.Unmarshal(p.Blocks, &blocks) != nil || len(blocks) == 0 {
+		blocks = []acpsdk.ContentBlock{acpsdk.TextBlock(p.Text)}
+	}
+	restoreImages(s, blocks, p.Images)
+	out := make([]acpsdk.SessionUpdate, 0, len(blocks))
+	for _, b := range blocks {
+		out = append(out, acpsdk.UpdateUserMessage(b))
+	}
+	return out
+}
+
+// replayedMessage carries ids as live messages do: one for the reasoning,
+// one for the text.
+func replayedMessage(m *sessions.ReplayedMessage) []acpsdk.SessionUpdate {
+	var out []acpsdk.SessionUpdate
+	if m.Reasoning != "" {
+		out = append(out, thoughtChunk(agent.Event{Text: m.Reasoning, MessageID: uuid.NewString()}))
+	}
+	if m.Text != "" {
+		id := m.ID
+		if id == "" {
+			id = uuid.NewString()
+		}
+		out = append(out, messageChunk(agent.Event{Text: m.Text, MessageID: id}))
+	}
+	return out
+}
+
+func replayedCall(c *sessions.ReplayedCall) acpsdk.SessionUpdate {
+	v := c.View
+	title := v.Title
+	if title == "" {
+		title = c.Name
+	}
+	kind := acpsdk.ToolKind(v.Kind)
 	if kind == "" {
 		kind = acpsdk.ToolKindOther
 	}
-	status := acpsdk.ToolCallStatus(r.Status)
+	status := acpsdk.ToolCallStatus(v.Status)
 	if status == "" {
 		status = acpsdk.ToolCallStatusCompleted
-		if r.IsError {
+		if c.IsError {
 			status = acpsdk.ToolCallStatusFailed
 		}
 	}
 	opts := []acpsdk.ToolCallStartOpt{acpsdk.WithStartKind(kind), acpsdk.WithStartStatus(status)}
-	if len(r.RawInput) > 0 {
-		opts = append(opts, acpsdk.WithStartRawInput(r.RawInput))
+	if len(v.RawInput) > 0 {
+		opts = append(opts, acpsdk.WithStartRawInput(v.RawInput))
 	}
 	var content []acpsdk.ToolCallContent
-	if len(r.Content) == 0 || json.Unmarshal(r.Content, &content) != nil {
-		content = []acpsdk.ToolCallContent{fenced(r.Text)}
+	if len(v.Content) == 0 || json.Unmarshal(v.Content, &content) != nil {
+		content = []acpsdk.ToolCallContent{fenced(c.Text)}
 	}
 	opts = append(opts, acpsdk.WithStartContent(content))
-	up := acpsdk.StartToolCall(acpsdk.ToolCallId(r.CallID), title, opts...)
+	up := acpsdk.StartToolCall(acpsdk.ToolCallId(c.ID), title, opts...)
 	var locs []acpsdk.ToolCallLocation
-	if len(r.Locations) > 0 && json.Unmarshal(r.Locations, &locs) == nil {
+	if len(v.Locations) > 0 && json.Unmarshal(v.Locations, &locs) == nil {
 		// Set as is: WithStartLocations would add a path to rawInput.
 		up.ToolCall.Locations = locs
 	}
 	return up
 }
 
-// restoreImages puts the stored images back into a prompt's image blocks,
-// which were stored without their data (storedBlocks), in order.
-func restoreImages(s *sessions.Session, blocks []acpsdk.ContentBlock, images []store.Image) {
+// restoreImages puts the stored images (refs, in order) back into a
+// prompt's image blocks, which were stored without their data
+// (storedBlocks).
+func restoreImages(s *sessions.Session, blocks []acpsdk.ContentBlock, refs []string) {
 	i := 0
 	for _, b := range blocks {
-		if b.Image == nil || b.Image.Data != "" || i >= len(images) {
+		if b.Image == nil || b.Image.Data != "" || i >= len(refs) {
 			continue
 		}
-		if data, err := s.Image(images[i].Ref); err == nil {
+		if data, err := s.Image(refs[i]); err == nil {
 			b.Image.Data = base64.StdEncoding.EncodeToString(data)
 		}
 		i++

@@ -22,7 +22,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	defer a.recoverTo("session/prompt", &err)
 	// First of all, so the session's next prompt (held back until then)
 	// can go to the SDK.
-	tk := a.order.claim(string(p.SessionId))
+	tk := a.wire.Claim(string(p.SessionId))
 	s, err := a.opts.Sessions.Get(string(p.SessionId))
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
@@ -36,19 +36,20 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	// The turn is not bound to the SDK's request context: the SDK cancels
 	// that for every session/cancel and newer prompt of the session as its
 	// handlers happen to run, which can hit a prompt written after the
-	// cancel. Cancels, supersedes and shutdown reach the turn in wire order
-	// (see order and Serve).
-	tctx, end, err := a.order.beginTurn(context.WithoutCancel(ctx), s, tk)
+	// cancel. Cancels, supersedes and shutdown reach the turn, which the
+	// session owns, in wire order: the ticket and wire.Sessions.
+	tctx, end, err := s.BeginTurn(context.WithoutCancel(ctx), sessions.Ticket(tk.Seq))
 	if err != nil {
 		return acpsdk.PromptResponse{}, toRequestError(err)
 	}
 	// The next turn of this session may start once this prompt's reply is
 	// on the wire, not before: the editor must see "cancelled" first.
-	defer a.afterReply(tk.id, end)
+	defer a.wire.AfterReply(tk, end)
 	if tctx.Err() != nil {
 		log.Info("prompt superseded before it started", zap.Error(context.Cause(tctx)))
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
 	}
+	a.wire.WaitEarlier(s.ID, tk)
 
 	if a.announce.takePrompt(s.ID) {
 		a.announceCommands(s.ID)

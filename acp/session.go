@@ -76,12 +76,12 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (res
 
 // Cancel returns at once: the SDK handles notifications one at a time, so
 // waiting here would stall every session. The cancel itself was applied
-// when the frame was read (order.cancelRead), in the order the client wrote
+// when the frame was read (see wire.Sessions), in the order the client wrote
 // it; acting again here, on the SDK's later goroutine, could cancel a
 // prompt written after it.
 func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) (err error) {
 	defer a.recoverTo("session/cancel", &err)
-	defer a.notificationHandled()
+	defer a.wire.NotificationHandled()
 	s, err := a.opts.Sessions.Get(string(p.SessionId))
 	if err != nil {
 		return toRequestError(err)
@@ -97,7 +97,7 @@ func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (r
 	if err := a.opts.Sessions.Close(string(p.SessionId)); err != nil {
 		return acpsdk.CloseSessionResponse{}, toRequestError(err)
 	}
-	a.order.forget(string(p.SessionId))
+	a.wire.Forget(string(p.SessionId))
 	a.announce.takePrompt(string(p.SessionId))
 	a.imagesNoted.Delete(string(p.SessionId))
 	a.sessionLogger(string(p.SessionId)).Info("session closed")

@@ -251,38 +251,12 @@ func (u *turnUI) close() {
 // terminal, or the output of an aborted command). lc is the call's live
 // state from stopLive, nil if it never ran.
 func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, lc *liveCall) acpsdk.SessionUpdate {
-	status := acpsdk.ToolCallStatusCompleted
-	if r.IsError || r.Failed {
-		status = acpsdk.ToolCallStatusFailed
-	}
-	opts := []acpsdk.ToolCallUpdateOpt{acpsdk.WithUpdateStatus(status)}
-	if r.Raw != nil {
-		opts = append(opts, acpsdk.WithUpdateRawOutput(r.Raw))
-	}
-	if locs := locations(r.Locations); len(locs) > 0 {
-		opts = append(opts, acpsdk.WithUpdateLocations(locs))
-	}
-	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID), opts...)
+	up := acpsdk.UpdateToolCall(acpsdk.ToolCallId(c.ID), finishOpts(r)...)
 	terminal := u.usesTerminal(c) && lc != nil
 	if terminal {
-		var code, sig any
-		if e := r.Exit; e != nil {
-			if e.Code != nil {
-				code = *e.Code
-			}
-			if e.Signal != "" {
-				sig = e.Signal
-			}
-		}
-		up.ToolCallUpdate.Meta = map[string]any{"terminal_exit": map[string]any{"terminal_id": c.ID, "exit_code": code, "signal": sig}}
+		up.ToolCallUpdate.Meta = terminalExit(c.ID, r.Exit)
 		if !r.IsError {
-			switch {
-			case len(r.Notes) > 0:
-				up.ToolCallUpdate.Content = append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(strings.Join(r.Notes, "\n")))
-			case len(r.Changes) > 0:
-				up.ToolCallUpdate.Content = append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID))
-			}
-			up.ToolCallUpdate.Content = append(up.ToolCallUpdate.Content, changeContent(r.Changes)...)
+			up.ToolCallUpdate.Content = append(terminalContent(c, r), changeContent(r.Changes)...)
 			return up
 		}
 	}
@@ -302,6 +276,50 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, lc *liveCall) acps
 	}
 	up.ToolCallUpdate.Content = append(append(content, fenced(r.Text)), changeContent(r.Changes)...)
 	return up
+}
+
+// finishOpts are a finished call's status, raw output and locations.
+func finishOpts(r tools.Result) []acpsdk.ToolCallUpdateOpt {
+	status := acpsdk.ToolCallStatusCompleted
+	if r.IsError || r.Failed {
+		status = acpsdk.ToolCallStatusFailed
+	}
+	opts := []acpsdk.ToolCallUpdateOpt{acpsdk.WithUpdateStatus(status)}
+	if r.Raw != nil {
+		opts = append(opts, acpsdk.WithUpdateRawOutput(r.Raw))
+	}
+	if locs := locations(r.Locations); len(locs) > 0 {
+		opts = append(opts, acpsdk.WithUpdateLocations(locs))
+	}
+	return opts
+}
+
+// terminalExit is the _meta that reports a command's exit in Zed's
+// terminal id.
+func terminalExit(id string, e *tools.Exit) map[string]any {
+	var code, sig any
+	if e != nil {
+		if e.Code != nil {
+			code = *e.Code
+		}
+		if e.Signal != "" {
+			sig = e.Signal
+		}
+	}
+	return map[string]any{"terminal_exit": map[string]any{"terminal_id": id, "exit_code": code, "signal": sig}}
+}
+
+// terminalContent is what a command that ran in the terminal shows when it
+// finished: the terminal keeps its place (no content) unless notes the
+// terminal cannot show, or changes shown below it, make it restate it.
+func terminalContent(c agent.CallInfo, r tools.Result) []acpsdk.ToolCallContent {
+	switch {
+	case len(r.Notes) > 0:
+		return append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(strings.Join(r.Notes, "\n")))
+	case len(r.Changes) > 0:
+		return append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID))
+	}
+	return nil
 }
 
 // changeContent is what a call changed, below its output: a diff per text

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
-	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // More sentinels of the stored sessions.
@@ -33,12 +31,12 @@ var (
 // Loaded is a session made live by Open.
 type Loaded struct {
 	Session *Session
-	// Entries ranges over the session's conversation as stored entries, for
-	// replay: read back from its store as it is ranged, the log streaming
-	// by (a log is never held whole beside the history rebuilt from it),
-	// also when the session was live here already (a client reopening a
-	// thread it never closed shows it whole). The index counts from 0.
-	Entries iter.Seq2[int, store.Entry]
+	// Replay ranges over the session's conversation as the editor saw it:
+	// read back from its store as it is ranged, the log streaming by (a log
+	// is never held whole beside the history rebuilt from it), also when
+	// the session was live here already (a client reopening a thread it
+	// never closed shows it whole).
+	Replay iter.Seq[Replayed]
 	// WasLive: the session was live in this process already and is
 	// returned as is.
 	WasLive bool
@@ -58,7 +56,7 @@ func (r *Registry) Open(id, cwd string) (Loaded, error) {
 		r.mu.Lock()
 		if s := r.byID[id]; s != nil {
 			r.mu.Unlock()
-			return Loaded{Session: s, Entries: s.replayEntries(), WasLive: true}, nil
+			return Loaded{Session: s, Replay: s.replay(), WasLive: true}, nil
 		}
 		wait := r.loading[id]
 		if wait == nil {
@@ -81,36 +79,60 @@ func (r *Registry) Open(id, cwd string) (Loaded, error) {
 }
 
 func (r *Registry) open(id, cwd string) (Loaded, error) {
-	if r.store == nil {
-		return Loaded{}, fmt.Errorf("%w: %s (sessions are not stored: --no-persist)", ErrNotFound, id)
-	}
-	stored, err := r.store.OpenState(id)
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
-		return Loaded{}, fmt.Errorf("%w: %s", ErrNotFound, id)
-	case errors.Is(err, store.ErrLocked):
-		return Loaded{}, fmt.Errorf("%w: session %s is live in another dsh-acp process (another editor window?); close it there first", ErrBusy, id)
-	case errors.Is(err, store.ErrForeign), errors.Is(err, store.ErrNewerVersion):
-		return Loaded{}, fmt.Errorf("%w: %s: %w", ErrUnusable, id, err)
-	case err != nil:
-		return Loaded{}, fmt.Errorf("open stored session %s: %w", id, err)
+	stored, err := r.reopen(id, cwd)
+	if err != nil {
+		return Loaded{}, err
 	}
 	state := stored.State()
 	s := r.newSession(id, cwd)
 	s.stored = stored
-	// One pass over the log rebuilds all that the live session keeps of
-	// it; the replay reads it again.
-	h := newHistory(state.Compaction, imageLoader(stored, s.log))
+	if err := s.rebuild(state.Compaction); err != nil {
+		stored.Close()
+		return Loaded{}, fmt.Errorf("read stored session %s: %w", id, err)
+	}
+	s.restore(state, r.Offers)
+	if len(state.RunningTasks) > 0 {
+		// Reopen recorded them gone.
+		s.queueNotice(r.goneNotice(state.RunningTasks))
+	}
+	s.Sync()
+	return Loaded{Session: s, Replay: s.replay()}, nil
+}
+
+// reopen opens the stored session id to go on in cwd, its errors those of
+// the registry.
+func (r *Registry) reopen(id, cwd string) (*store.Session, error) {
+	if r.store == nil {
+		return nil, fmt.Errorf("%w: %s (sessions are not stored: --no-persist)", ErrNotFound, id)
+	}
+	stored, err := r.store.Reopen(id, cwd)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	case errors.Is(err, store.ErrLocked):
+		return nil, fmt.Errorf("%w: session %s is live in another dsh-acp process (another editor window?); close it there first", ErrBusy, id)
+	case errors.Is(err, store.ErrForeign), errors.Is(err, store.ErrNewerVersion):
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnusable, id, err)
+	case err != nil:
+		return nil, fmt.Errorf("open stored session %s: %w", id, err)
+	}
+	return stored, nil
+}
+
+// rebuild reads back, in one pass over the stored log, all that the live
+// session keeps of it: the history (from compaction on, if any), the plan
+// and the tasks it started. The replay reads the log again.
+func (s *Session) rebuild(compaction *store.Compaction) error {
+	h := newHistory(compaction, imageLoader(s.stored, s.log))
 	s.gone = map[string]bool{}
-	var plan *tools.Plan
 	var gc collector
-	err = stored.Scan(func(e store.Entry) bool {
+	err := s.stored.Scan(func(e store.Entry) bool {
 		gc.streamed(len(e.Data))
 		h.add(e)
 		switch e.Kind {
 		case store.KindPlan:
 			if p, err := e.Decode(); err == nil {
-				plan = PlanOf(p.(store.Plan))
+				s.plan = PlanOf(p.(store.Plan))
 			}
 		case store.KindTaskStarted:
 			if p, err := e.Decode(); err == nil {
@@ -120,20 +142,21 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 		return true
 	})
 	if err != nil {
-		stored.Close()
-		return Loaded{}, fmt.Errorf("read stored session %s: %w", id, err)
+		return err
 	}
 	s.history, s.seqs = h.done()
-	s.plan = plan
+	return nil
+}
+
+// restore takes the session's settings from its stored state; offers says
+// which modes this process offers.
+func (s *Session) restore(state store.State, offers func(Mode) bool) {
 	s.title = state.Title
 	// A stored mode this process does not offer (the sandbox is off now)
 	// falls back to asking, never to running unconfined unasked.
 	s.mode = ModeAsk
-	switch m := Mode(state.Mode); {
-	case r.Offers(m):
+	if m := Mode(state.Mode); offers(m) {
 		s.mode = m
-	case m.Valid():
-		s.mode = ModeAsk
 	}
 	s.model = state.Config[ConfigModel]
 	s.thinking = state.Config[ConfigThinking]
@@ -147,87 +170,6 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	for _, n := range state.PendingNotices {
 		s.notices = append(s.notices, notice{id: n.ID, text: n.Text})
 	}
-	if cwd != state.Cwd {
-		s.persist(store.Cwd{Cwd: cwd})
-	}
-	if len(state.RunningTasks) > 0 {
-		for _, t := range state.RunningTasks {
-			s.persist(store.TaskEnded{ID: t, State: "gone"})
-		}
-		s.queueNotice(r.goneNotice(state.RunningTasks))
-	}
-	s.Sync()
-	return Loaded{Session: s, Entries: s.replayEntries()}, nil
-}
-
-// replayEntries is a live session's conversation as entries: read back
-// from its store as they are ranged, or made from its history when it has
-// none (sessions not stored), with what a replay can show of it.
-func (s *Session) replayEntries() iter.Seq2[int, store.Entry] {
-	return func(yield func(int, store.Entry) bool) {
-		s.mu.Lock()
-		st := s.stored
-		s.mu.Unlock()
-		i := 0
-		if st != nil {
-			stopped := false
-			var gc collector
-			err := st.Scan(func(e store.Entry) bool {
-				gc.streamed(len(e.Data))
-				if !yield(i, e) {
-					stopped = true
-					return false
-				}
-				i++
-				return true
-			})
-			switch {
-			case err == nil, stopped:
-				return
-			case i > 0:
-				s.log.Warn("stored session read back only in part for a replay", zap.Error(err))
-				return
-			}
-			s.log.Warn("stored session not read back for a replay; replaying its history", zap.Error(err))
-		}
-		for i, e := range s.historyEntries() {
-			if !yield(i, e) {
-				return
-			}
-		}
-	}
-}
-
-// historyEntries is the session's history as entries, for the replay of a
-// session that is not stored.
-func (s *Session) historyEntries() []store.Entry {
-	s.mu.Lock()
-	hist := append([]agent.Message(nil), s.history...)
-	s.mu.Unlock()
-	var out []store.Entry
-	for i, m := range hist {
-		var p store.Payload
-		switch m.Role {
-		case agent.RoleUser:
-			p = store.Prompt{Text: m.Content}
-		case agent.RoleAssistant:
-			a := store.Assistant{Text: m.Content, Reasoning: m.ReasoningContent}
-			for _, c := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
-			p = a
-		case agent.RoleTool:
-			p = store.ToolResult{CallID: m.ToolCallID, Text: m.Content}
-		default:
-			continue
-		}
-		data, err := json.Marshal(p)
-		if err != nil {
-			continue
-		}
-		out = append(out, store.Entry{Seq: int64(i + 1), Kind: p.Kind(), Data: data})
-	}
-	return out
 }
 
 // collectEvery is how many bytes of a log stream by between two forced
@@ -260,13 +202,6 @@ func (c *collector) streamed(n int) {
 // every call, and this is what the agent says of a call it stopped.
 const abortedText = "Error: command aborted"
 
-// History rebuilds the model's conversation from stored entries: the same
-// messages, with the same tool call ids, that the live session had.
-func History(entries []store.Entry, state store.State) []agent.Message {
-	msgs, _ := history(entries, state, nil)
-	return msgs
-}
-
 // imageLoader reads a prompt's images back from beside the session's log.
 // An image that cannot be read is left out and logged: the conversation
 // still loads.
@@ -283,20 +218,6 @@ func imageLoader(stored *store.Session, log *zap.Logger) func([]store.Image) []a
 		}
 		return out
 	}
-}
-
-// history is History with, for each message, the Seq of the entry it was
-// rebuilt from (the first of a group of notices; 0 for the summary and for
-// the answers of calls that never got one).
-//
-// images, when set, reads a prompt's stored images back; nil leaves them
-// out.
-func history(entries []store.Entry, state store.State, images func([]store.Image) []agent.Image) ([]agent.Message, []int64) {
-	h := newHistory(state.Compaction, images)
-	for _, e := range entries {
-		h.add(e)
-	}
-	return h.done()
 }
 
 // historyBuilder rebuilds a history from entries given one at a time, in
@@ -330,24 +251,8 @@ func newHistory(c *store.Compaction, images func([]store.Image) []agent.Image) *
 
 // add takes the next entry of the log.
 func (h *historyBuilder) add(e store.Entry) {
-	if c := h.compaction; c != nil {
-		if c.PromptSeq != 0 && e.Seq == c.PromptSeq && !h.keptPrompt {
-			h.keptPrompt = true
-			if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
-				h.prefix = append(h.prefix, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
-				h.prefixSeqs = append(h.prefixSeqs, e.Seq)
-			}
-		}
-		if c.KeptFromSeq == 0 && e.Kind == store.KindCompaction {
-			// None kept: the history goes on after the last compaction
-			// entry, and what came before it is dropped.
-			h.body, h.bodySeqs, h.open, h.notices = nil, nil, nil, nil
-			h.answered = map[string]bool{}
-			return
-		}
-		if e.Seq < c.KeptFromSeq {
-			return
-		}
+	if h.beforeKept(e) {
+		return
 	}
 	p, err := e.Decode()
 	if err != nil {
@@ -355,35 +260,74 @@ func (h *historyBuilder) add(e store.Entry) {
 	}
 	switch v := p.(type) {
 	case store.Prompt:
-		h.closeCalls()
-		h.endNotices()
-		m := agent.Message{Role: agent.RoleUser, Content: v.Text}
-		if h.images != nil && len(v.Images) > 0 {
-			m.Images = h.images(v.Images)
-		}
-		h.push(e.Seq, m)
+		h.prompt(e.Seq, v)
 	case store.Notice:
-		if v.State == store.NoticeDelivered {
-			h.closeCalls()
-			if len(h.notices) == 0 {
-				h.noticeSeq = e.Seq
-			}
-			h.notices = append(h.notices, v.Text)
-		}
+		h.notice(e.Seq, v)
 	case store.Assistant:
-		h.closeCalls()
-		h.endNotices()
-		m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning, ReasoningField: v.ReasoningField}
-		for _, c := range v.ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			h.open = append(h.open, c.ID)
-		}
-		h.push(e.Seq, m)
+		h.assistant(e.Seq, v)
 	case store.ToolResult:
 		h.endNotices()
 		h.answered[v.CallID] = true
 		h.push(e.Seq, agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text})
 	}
+}
+
+// beforeKept applies to e what the last compaction means (the prompt it
+// kept word for word; with nothing kept, all that came before its entry
+// dropped) and reports whether e lies before what the compaction kept.
+func (h *historyBuilder) beforeKept(e store.Entry) bool {
+	c := h.compaction
+	if c == nil {
+		return false
+	}
+	if c.PromptSeq != 0 && e.Seq == c.PromptSeq && !h.keptPrompt {
+		h.keptPrompt = true
+		if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
+			h.prefix = append(h.prefix, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
+			h.prefixSeqs = append(h.prefixSeqs, e.Seq)
+		}
+	}
+	if c.KeptFromSeq == 0 && e.Kind == store.KindCompaction {
+		// None kept: the history goes on after the last compaction
+		// entry, and what came before it is dropped.
+		h.body, h.bodySeqs, h.open, h.notices = nil, nil, nil, nil
+		h.answered = map[string]bool{}
+		return true
+	}
+	return e.Seq < c.KeptFromSeq
+}
+
+func (h *historyBuilder) prompt(seq int64, v store.Prompt) {
+	h.closeCalls()
+	h.endNotices()
+	m := agent.Message{Role: agent.RoleUser, Content: v.Text}
+	if h.images != nil && len(v.Images) > 0 {
+		m.Images = h.images(v.Images)
+	}
+	h.push(seq, m)
+}
+
+// notice gathers the notices delivered in a row into one message.
+func (h *historyBuilder) notice(seq int64, v store.Notice) {
+	if v.State != store.NoticeDelivered {
+		return
+	}
+	h.closeCalls()
+	if len(h.notices) == 0 {
+		h.noticeSeq = seq
+	}
+	h.notices = append(h.notices, v.Text)
+}
+
+func (h *historyBuilder) assistant(seq int64, v store.Assistant) {
+	h.closeCalls()
+	h.endNotices()
+	m := agent.Message{Role: agent.RoleAssistant, Content: v.Text, ReasoningContent: v.Reasoning, ReasoningField: v.ReasoningField}
+	for _, c := range v.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		h.open = append(h.open, c.ID)
+	}
+	h.push(seq, m)
 }
 
 func (h *historyBuilder) push(seq int64, m agent.Message) {

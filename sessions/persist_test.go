@@ -169,13 +169,13 @@ func TestPlanFromStore(t *testing.T) {
 		t.Errorf("plan after reopen (-want +got):\n%s", d)
 	}
 	n := 0
-	for _, e := range l.Entries {
-		if e.Kind == store.KindPlan {
+	for r := range l.Replay {
+		if r.Plan != nil {
 			n++
 		}
 	}
 	if n != 2 {
-		t.Errorf("%d plan entries stored, want 2 (the same plan again is not stored)", n)
+		t.Errorf("%d plans replayed, want 2 (the same plan again is not stored)", n)
 	}
 }
 
@@ -220,14 +220,17 @@ func TestHistoryAfterCompactionsThatKeptNothing(t *testing.T) {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
 	// The replay still shows the whole log, both compactions included.
-	var kinds []store.Kind
-	for _, e := range l.Entries {
-		if e.Kind == store.KindCompaction || e.Kind == store.KindPrompt {
-			kinds = append(kinds, e.Kind)
+	var kinds []string
+	for r := range l.Replay {
+		switch {
+		case r.Prompt != nil:
+			kinds = append(kinds, "prompt "+r.Prompt.Text)
+		case r.Compaction != nil:
+			kinds = append(kinds, "compaction "+r.Compaction.ID)
 		}
 	}
-	wantKinds := []store.Kind{store.KindPrompt, store.KindCompaction, store.KindPrompt, store.KindCompaction, store.KindPrompt}
+	wantKinds := []string{"prompt first", "compaction compact-1", "prompt second", "compaction compact-2", "prompt third"}
 	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
-		t.Errorf("replayed entries (-want +got):\n%s", diff)
+		t.Errorf("replayed steps (-want +got):\n%s", diff)
 	}
 }

@@ -295,6 +295,9 @@ type Session struct {
 	closed   bool
 	// latest is the newest ticket a turn began with.
 	latest Ticket
+	// cancelledThrough is the newest ticket a cancel covered: a turn with
+	// a ticket up to it begins cancelled (CancelThrough).
+	cancelledThrough Ticket
 	// persisted state (see persist.go)
 	stored *store.Session
 	log    *zap.Logger
@@ -316,6 +319,7 @@ type Session struct {
 }
 
 type turn struct {
+	ticket Ticket
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 }
@@ -338,18 +342,22 @@ func closedChan() chan struct{} {
 // or cancelled while waiting, the returned context is already done. The end
 // func must be called exactly once.
 //
-// A turn whose ctx is already done, or whose ticket is older than one a
-// turn already began with, begins done and leaves the turn in flight alone.
+// A turn whose ctx is already done, whose ticket a cancel covered
+// (CancelThrough), or whose ticket is older than one a turn already began
+// with, begins done and leaves the turn in flight alone.
 func (s *Session) BeginTurn(ctx context.Context, t Ticket) (context.Context, func(), error) {
 	tctx, cancel := context.WithCancelCause(ctx)
-	cur := &turn{cancel: cancel, done: make(chan struct{})}
+	cur := &turn{ticket: t, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		cancel(ErrClosed)
 		return nil, nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
-	if t != 0 && t < s.latest {
+	switch {
+	case t != 0 && t <= s.cancelledThrough:
+		cancel(ErrCancelled)
+	case t != 0 && t < s.latest:
 		cancel(ErrSuperseded)
 	}
 	if tctx.Err() != nil {
@@ -383,6 +391,21 @@ func (s *Session) BeginTurn(ctx context.Context, t Ticket) (context.Context, fun
 		close(cur.done)
 	}
 	return tctx, end, nil
+}
+
+// CancelThrough cancels the turns of the prompts with tickets 1 through t:
+// the one in flight if its ticket is among them, and any that begins later
+// with one of them. The caller numbers the prompts as they arrive and calls
+// it in that same order, so a cancel never reaches a prompt sent after it.
+// A turn with no ticket (0) is cancelled only by its context, Close or a
+// newer turn.
+func (s *Session) CancelThrough(t Ticket) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancelledThrough = max(s.cancelledThrough, t)
+	if s.current != nil && s.current.ticket != 0 && s.current.ticket <= t {
+		s.current.cancel(ErrCancelled)
+	}
 }
 
 // close marks the session closed, cancels its turn and returns a channel

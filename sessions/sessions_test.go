@@ -534,3 +534,48 @@ func TestTicketOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelThrough: a cancel covering tickets 1..2 ends the turn in flight
+// with ticket 2, makes ticket 1 (its prompt read before the cancel, its
+// handler late) begin cancelled, and leaves ticket 3 and a turn with no
+// ticket alone.
+func TestCancelThrough(t *testing.T) {
+	t.Parallel()
+	ctx := testutil.Context(t)
+	s := mustCreate(t, sessions.New(sessions.Options{}))
+	tctx2, end2, err := s.BeginTurn(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.CancelThrough(2)
+	if !errors.Is(context.Cause(tctx2), sessions.ErrCancelled) {
+		t.Fatalf("turn 2 after a cancel through 2: cause %v, want ErrCancelled", context.Cause(tctx2))
+	}
+	tctx1, end1, err := s.BeginTurn(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end1()
+	if !errors.Is(context.Cause(tctx1), sessions.ErrCancelled) {
+		t.Errorf("turn 1 begun after a cancel through 2: cause %v, want ErrCancelled", context.Cause(tctx1))
+	}
+	end2()
+	tctx3, end3, err := s.BeginTurn(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.CancelThrough(2)
+	if tctx3.Err() != nil {
+		t.Errorf("turn 3 cancelled by a cancel through 2: %v", context.Cause(tctx3))
+	}
+	end3()
+	tctx0, end0, err := s.BeginTurn(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end0()
+	s.CancelThrough(5)
+	if tctx0.Err() != nil {
+		t.Errorf("a turn with no ticket cancelled by CancelThrough: %v", context.Cause(tctx0))
+	}
+}

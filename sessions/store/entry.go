@@ -245,80 +245,49 @@ func (Plan) Kind() Kind        { return KindPlan }
 // ErrUnknownKind is returned by Decode for a kind this version does not know.
 var ErrUnknownKind = errors.New("unknown entry kind")
 
-// newPayload returns a pointer to a zero payload of kind k, or nil.
-func newPayload(k Kind) Payload {
-	switch k {
-	case KindPrompt:
-		return &Prompt{}
-	case KindAssistant:
-		return &Assistant{}
-	case KindToolResult:
-		return &ToolResult{}
-	case KindNotice:
-		return &Notice{}
-	case KindConfig:
-		return &Config{}
-	case KindTitle:
-		return &Title{}
-	case KindUsage:
-		return &Usage{}
-	case KindCompaction:
-		return &Compaction{}
-	case KindTaskStarted:
-		return &TaskStarted{}
-	case KindTaskEnded:
-		return &TaskEnded{}
-	case KindAlwaysAllow:
-		return &AlwaysAllow{}
-	case KindMode:
-		return &Mode{}
-	case KindCwd:
-		return &Cwd{}
-	case KindPlan:
-		return &Plan{}
+// decoders holds, for each kind this version knows, the decoder of its
+// payload into a value of its type: the closed set of kinds, in one place.
+var decoders = map[Kind]func(data []byte) (Payload, error){
+	KindPrompt:      decodeAs[Prompt],
+	KindAssistant:   decodeAs[Assistant],
+	KindToolResult:  decodeAs[ToolResult],
+	KindNotice:      decodeAs[Notice],
+	KindConfig:      decodeAs[Config],
+	KindTitle:       decodeAs[Title],
+	KindUsage:       decodeAs[Usage],
+	KindCompaction:  decodeAs[Compaction],
+	KindTaskStarted: decodeAs[TaskStarted],
+	KindTaskEnded:   decodeAs[TaskEnded],
+	KindAlwaysAllow: decodeAs[AlwaysAllow],
+	KindMode:        decodeAs[Mode],
+	KindCwd:         decodeAs[Cwd],
+	KindPlan:        decodeAs[Plan],
+}
+
+func decodeAs[T Payload](data []byte) (Payload, error) {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, err
 	}
-	return nil
+	return v, nil
+}
+
+// knownKind reports whether this version knows entries of kind k.
+func knownKind(k Kind) bool {
+	_, ok := decoders[k]
+	return ok
 }
 
 // Decode returns the entry's payload as a value of its type (Prompt,
 // Assistant, …, not a pointer), for a type switch.
 func (e Entry) Decode() (Payload, error) {
-	p := newPayload(e.Kind)
-	if p == nil {
+	decode := decoders[e.Kind]
+	if decode == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownKind, e.Kind)
 	}
-	if err := json.Unmarshal(e.Data, p); err != nil {
+	p, err := decode(e.Data)
+	if err != nil {
 		return nil, fmt.Errorf("decode %s entry %d: %w", e.Kind, e.Seq, err)
 	}
-	switch v := p.(type) {
-	case *Prompt:
-		return *v, nil
-	case *Assistant:
-		return *v, nil
-	case *ToolResult:
-		return *v, nil
-	case *Notice:
-		return *v, nil
-	case *Config:
-		return *v, nil
-	case *Title:
-		return *v, nil
-	case *Usage:
-		return *v, nil
-	case *Compaction:
-		return *v, nil
-	case *TaskStarted:
-		return *v, nil
-	case *TaskEnded:
-		return *v, nil
-	case *AlwaysAllow:
-		return *v, nil
-	case *Mode:
-		return *v, nil
-	case *Cwd:
-		return *v, nil
-	case *Plan:
-		return *v, nil
-	}
-	return nil, fmt.Errorf("%w %q", ErrUnknownKind, e.Kind)
+	return p, nil
 }

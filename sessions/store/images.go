@@ -35,7 +35,7 @@ func (sess *Session) PutImage(data []byte) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return ref, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := privateDir(dir); err != nil {
 		return "", fmt.Errorf("store image: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, ".tmp-*")

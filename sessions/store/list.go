@@ -60,23 +60,10 @@ type Page struct {
 // added or updated between two pages do not shift the pages; one updated
 // meanwhile may show on both or neither, as in any keyset paging.
 func (s *Store) List(opts ListOptions) (Page, error) {
-	var after *cursor
-	if opts.Cursor != "" {
-		c, err := parseCursor(opts.Cursor)
-		if err != nil {
-			return Page{}, err
-		}
-		after = &c
+	q, err := newQuery(opts)
+	if err != nil {
+		return Page{}, err
 	}
-	limit := opts.Limit
-	if limit <= 0 {
-		limit = PageSize
-	}
-	wantCwd := ""
-	if opts.Cwd != "" {
-		wantCwd = filepath.Clean(opts.Cwd)
-	}
-
 	des, err := readDir(s.sessionsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return Page{}, nil
@@ -84,6 +71,54 @@ func (s *Store) List(opts ListOptions) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
+	infos := s.infos(des, q)
+	sort.Slice(infos, func(i, j int) bool { return newer(infos[i], infos[j]) })
+	var p Page
+	if len(infos) > q.limit {
+		last := infos[q.limit-1]
+		p.NextCursor = cursor{updated: last.Updated.UnixNano(), id: last.ID}.String()
+		infos = infos[:q.limit]
+	}
+	p.Sessions = infos
+	return p, nil
+}
+
+// query is what List's options select.
+type query struct {
+	after *cursor // nil: from the first
+	cwd   string  // cleaned; empty: any
+	limit int
+}
+
+func newQuery(opts ListOptions) (query, error) {
+	q := query{limit: opts.Limit}
+	if opts.Cursor != "" {
+		c, err := parseCursor(opts.Cursor)
+		if err != nil {
+			return query{}, err
+		}
+		q.after = &c
+	}
+	if q.limit <= 0 {
+		q.limit = PageSize
+	}
+	if opts.Cwd != "" {
+		q.cwd = filepath.Clean(opts.Cwd)
+	}
+	return q, nil
+}
+
+// wants reports whether info is on a page q selects.
+func (q query) wants(info Info) bool {
+	if q.cwd != "" && filepath.Clean(info.Cwd) != q.cwd {
+		return false
+	}
+	return q.after == nil || q.after.before(info)
+}
+
+// infos reads what List shows of each session of des (the sessions
+// directory's entries) that q selects, unsorted.
+func (s *Store) infos(des []os.DirEntry, q query) []Info {
 	buf := make([]byte, 4096)
 	metas := make(map[string]bool, len(des)/2)
 	for _, de := range des {
@@ -97,27 +132,11 @@ func (s *Store) List(opts ListOptions) (Page, error) {
 		if !ok || !validID(id) {
 			continue
 		}
-		info, ok := s.info(id, metas[id], &buf)
-		if !ok {
-			continue
+		if info, ok := s.info(id, metas[id], &buf); ok && q.wants(info) {
+			infos = append(infos, info)
 		}
-		if wantCwd != "" && filepath.Clean(info.Cwd) != wantCwd {
-			continue
-		}
-		if after != nil && !after.before(info) {
-			continue
-		}
-		infos = append(infos, info)
 	}
-	sort.Slice(infos, func(i, j int) bool { return newer(infos[i], infos[j]) })
-	var p Page
-	if len(infos) > limit {
-		last := infos[limit-1]
-		p.NextCursor = cursor{updated: last.Updated.UnixNano(), id: last.ID}.String()
-		infos = infos[:limit]
-	}
-	p.Sessions = infos
-	return p, nil
+	return infos
 }
 
 // newer is List's order: Updated descending, then ID ascending.
@@ -128,28 +147,45 @@ func newer(a, b Info) bool {
 	return a.ID < b.ID
 }
 
-// info reads what List shows of one session; false means skip it (the
-// reason is logged).
+// info reads what List shows of one session: from its sidecar, else from
+// its log's header; false means skip it (the reason is logged).
 func (s *Store) info(id string, hasMeta bool, buf *[]byte) (Info, bool) {
 	// Not s.log.With: a logger per session listed costs more than the read.
 	log := func(msg string, fields ...zap.Field) {
 		s.log.Warn(msg, append(fields, zap.String("session", id))...)
 	}
 	if hasMeta {
-		data, err := readSmall(s.metaPath(id), buf)
-		var m meta
-		if err == nil {
-			err = json.Unmarshal(data, &m)
-		}
-		switch {
-		case err == nil && m.Format == Format && m.Version > Version:
-			log("store: session of a newer format version skipped", zap.Int("version", m.Version))
-			return Info{}, false
-		case err == nil && m.Format == Format && m.Version >= 1 && m.ID == id:
-			return Info{ID: id, Cwd: m.Cwd, Title: m.Title, Created: m.Created, Updated: m.Updated}, true
+		if info, ok, known := s.metaInfo(id, buf, log); known {
+			return info, ok
 		}
 		// An unreadable sidecar: the log decides.
 	}
+	return s.headerInfo(id, log)
+}
+
+// metaInfo reads a session's sidecar; known is false when the sidecar is
+// unreadable or not ours, and ok false when the session is to be skipped.
+func (s *Store) metaInfo(id string, buf *[]byte, log func(string, ...zap.Field)) (info Info, ok, known bool) {
+	data, err := readSmall(s.metaPath(id), buf)
+	var m meta
+	if err == nil {
+		err = json.Unmarshal(data, &m)
+	}
+	switch {
+	case err != nil || m.Format != Format:
+		return Info{}, false, false
+	case m.Version > Version:
+		log("store: session of a newer format version skipped", zap.Int("version", m.Version))
+		return Info{}, false, true
+	case m.Version >= 1 && m.ID == id:
+		return Info{ID: id, Cwd: m.Cwd, Title: m.Title, Created: m.Created, Updated: m.Updated}, true, true
+	}
+	return Info{}, false, false
+}
+
+// headerInfo reads what List shows of a session from its log's first
+// line.
+func (s *Store) headerInfo(id string, log func(string, ...zap.Field)) (Info, bool) {
 	f, err := openRegular(s.logPath(id), os.O_RDONLY, 0)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) { // deleted meanwhile is no news

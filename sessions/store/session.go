@@ -83,13 +83,24 @@ func (s *Store) Create(id, cwd string) (*Session, error) {
 	if err := s.ensureDirs(); err != nil {
 		return nil, err
 	}
-	if !s.reserve(id) {
-		return nil, fmt.Errorf("create session %s: %w", id, ErrExists)
+	sess, err := s.reserved(id, ErrExists, func() (*Session, error) { return s.create(id, cwd) })
+	if err != nil {
+		return nil, fmt.Errorf("create session %s: %w", id, err)
 	}
-	sess, err := s.create(id, cwd)
+	return sess, nil
+}
+
+// reserved runs open with id reserved to this Store, and keeps the
+// reservation only if open succeeds; taken is the error when id is
+// reserved already.
+func (s *Store) reserved(id string, taken error, open func() (*Session, error)) (*Session, error) {
+	if !s.reserve(id) {
+		return nil, taken
+	}
+	sess, err := open()
 	if err != nil {
 		s.release(id)
-		return nil, fmt.Errorf("create session %s: %w", id, err)
+		return nil, err
 	}
 	return sess, nil
 }
@@ -166,19 +177,20 @@ func (s *Store) openSession(id string, keep bool) (*Session, error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("open session %q: %w", id, ErrNotFound)
 	}
-	if !s.reserve(id) {
-		return nil, fmt.Errorf("open session %s: %w", id, ErrOpen)
-	}
-	sess, err := s.openLocked(id, keep)
+	sess, err := s.reserved(id, ErrOpen, func() (*Session, error) { return s.openLocked(id, keep) })
 	if err != nil {
-		s.release(id)
 		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
 	return sess, nil
 }
 
-func (s *Store) openLocked(id string, keep bool) (*Session, error) {
-	f, err := openRegular(s.logPath(id), os.O_RDWR|os.O_APPEND, 0)
+// lockLog opens the log of session id (flag as os.OpenFile's) and takes
+// its lock without waiting: ErrNotFound when there is none, or it was
+// deleted while the lock was taken; ErrForeign when it is not a regular
+// file; flock's error when another process holds the lock. Close f with
+// closeUnlocked.
+func (s *Store) lockLog(id string, flag int) (*os.File, error) {
+	f, err := openRegular(s.logPath(id), flag, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, ErrNotFound
@@ -187,20 +199,31 @@ func (s *Store) openLocked(id string, keep bool) (*Session, error) {
 	case err != nil:
 		return nil, err
 	}
+	if err := flock(f, false); err != nil {
+		closeUnlocked(f)
+		return nil, err
+	}
+	if same, err := sameFile(f); err != nil || !same {
+		closeUnlocked(f)
+		if err != nil {
+			return nil, err
+		}
+		return nil, ErrNotFound // deleted while we took the lock
+	}
+	return f, nil
+}
+
+func (s *Store) openLocked(id string, keep bool) (*Session, error) {
+	f, err := s.lockLog(id, os.O_RDWR|os.O_APPEND)
+	if err != nil {
+		return nil, err
+	}
 	ok := false
 	defer func() {
 		if !ok {
 			closeUnlocked(f)
 		}
 	}()
-	if err := flock(f, false); err != nil {
-		return nil, err
-	}
-	if same, err := sameFile(f); err != nil {
-		return nil, err
-	} else if !same {
-		return nil, ErrNotFound // deleted while we took the lock
-	}
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -315,7 +338,7 @@ func (sess *Session) loadLine(line []byte, lineNo int, log *zap.Logger) {
 	if e.Seq > sess.seq {
 		sess.seq = e.Seq
 	}
-	if newPayload(e.Kind) == nil {
+	if !knownKind(e.Kind) {
 		log.Warn("store: entry of unknown kind skipped", zap.Int("line", lineNo), zap.String("kind", string(e.Kind)))
 		return
 	}
@@ -404,7 +427,7 @@ func (sess *Session) Scan(fn func(Entry) bool) error {
 			continue // the header
 		}
 		var e Entry
-		if json.Unmarshal(line, &e) == nil && newPayload(e.Kind) != nil && !fn(e) {
+		if json.Unmarshal(line, &e) == nil && knownKind(e.Kind) && !fn(e) {
 			return nil
 		}
 	}
@@ -527,6 +550,12 @@ func (sess *Session) writeBuf() error {
 func (sess *Session) Sync() error {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	return sess.syncOpen()
+}
+
+// syncOpen syncs an open session; ErrClosed once it is closed. Called with
+// mu held.
+func (sess *Session) syncOpen() error {
 	if sess.closed {
 		return ErrClosed
 	}
@@ -578,10 +607,10 @@ func (sess *Session) writeMeta() error {
 func (sess *Session) Close() error {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if sess.closed {
+	err := sess.syncOpen()
+	if errors.Is(err, ErrClosed) {
 		return nil
 	}
-	err := sess.sync()
 	sess.closed = true
 	if cerr := closeUnlocked(sess.f); err == nil {
 		err = cerr
@@ -627,24 +656,11 @@ func (s *Store) Delete(id string) error {
 
 func (s *Store) delete(id string) error {
 	path := s.logPath(id)
-	f, err := openRegular(path, os.O_RDONLY, 0)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return ErrNotFound
-	case errors.Is(err, errNotRegular):
-		return fmt.Errorf("%w: %w", ErrForeign, err)
-	case err != nil:
+	f, err := s.lockLog(id, os.O_RDONLY)
+	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := flock(f, false); err != nil {
-		return err
-	}
-	if same, err := sameFile(f); err != nil {
-		return err
-	} else if !same {
-		return ErrNotFound
-	}
+	defer closeUnlocked(f)
 	line, err := readFirstLine(f)
 	if err != nil {
 		return err

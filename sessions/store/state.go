@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 )
@@ -63,45 +62,53 @@ func (f *folder) add(e Entry) {
 		// a log's bytes are here).
 		return
 	}
-	p := newPayload(e.Kind)
-	if p == nil || json.Unmarshal(e.Data, p) != nil {
+	p, err := e.Decode()
+	if err != nil {
 		return
 	}
 	st := &f.st
 	switch v := p.(type) {
-	case *Cwd:
+	case Cwd:
 		if v.Cwd != "" {
 			st.Cwd = v.Cwd
 		}
-	case *Title:
+	case Title:
 		st.Title = v.Title
-	case *Mode:
+	case Mode:
 		st.Mode = v.Mode
-	case *Config:
+	case Config:
 		if st.Config == nil {
 			st.Config = map[string]string{}
 		}
 		st.Config[v.OptionID] = v.Value
-	case *AlwaysAllow:
-		if !f.allowed[v.Key] {
-			f.allowed[v.Key] = true
-			st.AlwaysAllow = append(st.AlwaysAllow, v.Key)
-		}
-	case *Notice:
-		f.notice(*v)
-	case *TaskStarted:
-		if !f.running[v.ID] {
-			f.running[v.ID] = true
-			f.tasks = append(f.tasks, v.ID)
-		}
-	case *TaskEnded:
+	case AlwaysAllow:
+		f.allow(v.Key)
+	case Notice:
+		f.notice(v)
+	case TaskStarted:
+		f.started(v.ID)
+	case TaskEnded:
 		delete(f.running, v.ID)
-	case *Usage:
-		u := *v
-		st.Usage = &u
-	case *Compaction:
-		c := *v
-		st.Compaction = &c
+	case Usage:
+		st.Usage = &v
+	case Compaction:
+		st.Compaction = &v
+	}
+}
+
+// allow keeps the remembered keys in the order first given, once each.
+func (f *folder) allow(key string) {
+	if !f.allowed[key] {
+		f.allowed[key] = true
+		f.st.AlwaysAllow = append(f.st.AlwaysAllow, key)
+	}
+}
+
+// started keeps the tasks started in order, once each.
+func (f *folder) started(id string) {
+	if !f.running[id] {
+		f.running[id] = true
+		f.tasks = append(f.tasks, id)
 	}
 }
 

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
@@ -72,7 +71,7 @@ var (
 
 // Options configure a Store.
 type Options struct {
-	// Dir is the state directory. Required; see DefaultDir.
+	// Dir is the state directory. Required; see DefaultDirFor.
 	Dir string
 	// Logger receives warnings (torn lines, skipped files, unknown kinds);
 	// nil means none.
@@ -150,7 +149,7 @@ func (s *Store) metaPath(id string) string { return filepath.Join(s.sessionsDir(
 // An existing state directory keeps its mode (it may be one the user chose);
 // the sessions directory is ours and is made private if it is not.
 func (s *Store) ensureDirs() error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	if err := privateDir(s.dir); err != nil {
 		return fmt.Errorf("make state dir: %w", err)
 	}
 	sd := s.sessionsDir()
@@ -173,6 +172,12 @@ func (s *Store) ensureDirs() error {
 	return nil
 }
 
+// privateDir makes dir and its parents, on first need, 0700: what the
+// store keeps is the user's alone. An existing directory keeps its mode.
+func privateDir(dir string) error {
+	return os.MkdirAll(dir, 0o700)
+}
+
 // validID reports whether id can name a session file: ASCII letters, digits,
 // '-', '_' and '.', not starting with '.', at most 128 bytes. Ids come from
 // the client on load, so this is what keeps them inside the directory.
@@ -191,15 +196,8 @@ func validID(id string) bool {
 	return true
 }
 
-// DefaultDir is the state directory when --state-dir is not given. It reads
-// DSH_STATE_DIR too, so a flag's default can be DefaultDir() and the flag
-// still wins over the environment. It looks at the environment and
-// runtime.GOOS only and touches nothing on disk.
-func DefaultDir() (string, error) {
-	return DefaultDirFor(runtime.GOOS, os.Getenv)
-}
-
-// DefaultDirFor is DefaultDir for a given GOOS and environment:
+// DefaultDirFor is the state directory when --state-dir is not given, for
+// a GOOS and an environment (it touches nothing on disk):
 // DSH_STATE_DIR if set; else $XDG_STATE_HOME/dsh-acp if XDG_STATE_HOME is
 // absolute (the XDG spec says to ignore a relative one); else
 // ~/Library/Application Support/dsh-acp on darwin and ~/.local/state/dsh-acp

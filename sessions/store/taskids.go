@@ -24,7 +24,7 @@ func (s *Store) NextTaskIDs(n int) (int64, error) {
 	if n < 1 {
 		return 0, fmt.Errorf("reserve task ids: n = %d", n)
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	if err := privateDir(s.dir); err != nil {
 		return 0, fmt.Errorf("reserve task ids: %w", err)
 	}
 	lf, err := openRegular(filepath.Join(s.dir, "task-ids.lock"), os.O_RDWR|os.O_CREATE, 0o600)

@@ -1,20 +1,12 @@
-package acp
+package wire
 
 import (
-	"context"
 	"encoding/json"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/dsh-acp/dsh-acp/sessions"
 )
-
-// replyGrace bounds how long a finished turn waits for the SDK to write its
-// reply before letting the next turn of the session start anyway, and how
-// long shutdown waits for the replies owed.
-const replyGrace = 5 * time.Second
 
 // order is the wire order: what the input filter read, in the order it read
 // it, set against what the SDK's handlers do. The SDK handles every request
@@ -25,7 +17,9 @@ const replyGrace = 5 * time.Second
 //
 //   - Each prompt of a known session gets a ticket when read: its place among
 //     the session's prompts and its request id. A cancel covers every prompt
-//     read before it, begun or not.
+//     read before it, begun or not: the filter tells the sessions how many
+//     (Sessions.CancelThrough), and the session, which owns its turns, keeps
+//     the mark and ends them. The order keeps no cancel of its own.
 //   - The SDK hands a handler nothing of the frame but its params, so the
 //     ticket travels out of band: a session has at most one prompt handed to
 //     the SDK whose handler has not yet claimed its ticket ("in transit");
@@ -41,6 +35,9 @@ type order struct {
 	// forward hands a held-back prompt frame to the SDK; set before the
 	// first frame is read.
 	forward func(frame []byte)
+	// replied, if set, is given the result of each reply written (see
+	// Wire.Connect); set before the first frame is read.
+	replied func(result json.RawMessage)
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -56,28 +53,26 @@ type order struct {
 }
 
 type sessionOrder struct {
-	read             uint64 // prompts read
-	cancelledThrough uint64 // the last prompt a cancel covered
-	// live: turns begun and not ended, by ticket; a cancel ends them.
-	live    map[sessions.Ticket]context.CancelCauseFunc
-	transit *ticket
+	read    uint64 // prompts read
+	transit *Ticket
 	waiting []heldPrompt
 	closed  bool
 	// prompts: request id (idKey) of each prompt read, by ticket, until its
 	// reply is known to be written. A turn waits for the replies of the
-	// session's earlier prompts before it starts (see beginTurn).
-	prompts map[sessions.Ticket]string
+	// session's earlier prompts before it starts (see Wire.WaitEarlier).
+	prompts map[uint64]string
 }
 
-// ticket is a prompt's place in its session's order (1, 2, …; 0: none, the
-// prompt did not come through the filter) and its request id.
-type ticket struct {
-	seq sessions.Ticket
+// Ticket is a prompt's place in its session's order and its request id.
+type Ticket struct {
+	// Seq numbers the session's prompts as read: 1, 2, …; 0: none, the
+	// prompt did not come through the filter.
+	Seq uint64
 	id  string
 }
 
 type heldPrompt struct {
-	ticket
+	Ticket
 	frame []byte
 }
 
@@ -94,7 +89,7 @@ func newOrder(log *zap.Logger) *order {
 func (o *order) session(sid string) *sessionOrder {
 	so := o.sessions[sid]
 	if so == nil {
-		so = &sessionOrder{live: map[sessions.Ticket]context.CancelCauseFunc{}, prompts: map[sessions.Ticket]string{}}
+		so = &sessionOrder{prompts: map[uint64]string{}}
 		o.sessions[sid] = so
 	}
 	return so
@@ -108,11 +103,11 @@ func (o *order) promptRead(sid, id string, frame []byte) bool {
 	defer o.mu.Unlock()
 	so := o.session(sid)
 	so.read++
-	tk := ticket{seq: sessions.Ticket(so.read), id: id}
+	tk := Ticket{Seq: so.read, id: id}
 	o.dropAnswered(so)
-	so.prompts[tk.seq] = id
+	so.prompts[tk.Seq] = id
 	if so.transit != nil {
-		so.waiting = append(so.waiting, heldPrompt{ticket: tk, frame: frame})
+		so.waiting = append(so.waiting, heldPrompt{Ticket: tk, frame: frame})
 		o.held++
 		return false
 	}
@@ -121,27 +116,23 @@ func (o *order) promptRead(sid, id string, frame []byte) bool {
 	return true
 }
 
-// cancelRead records a cancel of a known session as read: it covers every
-// prompt read so far, and ends the turns that began.
-func (o *order) cancelRead(sid string) {
+// cancelRead returns how many of the session's prompts a cancel read now
+// covers: every prompt read so far.
+func (o *order) cancelRead(sid string) uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	so := o.session(sid)
-	so.cancelledThrough = so.read
-	for _, cancel := range so.live {
-		cancel(sessions.ErrCancelled)
-	}
+	return o.session(sid).read
 }
 
 // claim is the first thing a prompt handler does: it takes the session's
 // ticket in transit (the zero ticket if none: a prompt that did not come
 // through the filter) and lets the next held prompt go.
-func (o *order) claim(sid string) ticket {
+func (o *order) claim(sid string) Ticket {
 	o.mu.Lock()
 	so := o.sessions[sid]
 	if so == nil || so.transit == nil {
 		o.mu.Unlock()
-		return ticket{}
+		return Ticket{}
 	}
 	tk := *so.transit
 	delete(o.transit, tk.id)
@@ -161,7 +152,7 @@ func (o *order) advance(sid string, so *sessionOrder) []byte {
 	}
 	next := so.waiting[0]
 	so.waiting = so.waiting[1:]
-	so.transit = &next.ticket
+	so.transit = &next.Ticket
 	o.transit[next.id] = sid
 	return next.frame
 }
@@ -203,44 +194,9 @@ func (o *order) waitHeld(timeout time.Duration) bool {
 	}
 }
 
-// beginTurn begins the turn of a prompt with ticket tk on s: already
-// cancelled if a cancel read after the prompt covers it, superseded if a
-// newer prompt of the session began (see sessions.Ticket); otherwise it is
-// live until end, and a cancel read meanwhile ends it.
-func (o *order) beginTurn(ctx context.Context, s *sessions.Session, tk ticket) (context.Context, func(), error) {
-	parent, cancel := context.WithCancelCause(ctx)
-	o.mu.Lock()
-	so := o.sessions[s.ID]
-	switch {
-	case tk.seq == 0 || so == nil:
-	case uint64(tk.seq) <= so.cancelledThrough:
-		cancel(sessions.ErrCancelled)
-	default:
-		so.live[tk.seq] = cancel
-	}
-	o.mu.Unlock()
-	tctx, end, err := s.BeginTurn(parent, tk.seq)
-	if err != nil {
-		o.ended(s.ID, tk.seq)
-		cancel(nil)
-		return nil, nil, err
-	}
-	if tctx.Err() == nil {
-		// An earlier prompt whose handler had not begun its turn when this
-		// one superseded it answers "cancelled" at once; the editor must see
-		// that before this turn's updates.
-		o.waitEarlier(s.ID, tk.seq)
-	}
-	return tctx, func() {
-		o.ended(s.ID, tk.seq)
-		end()
-		cancel(nil)
-	}, nil
-}
-
 // waitEarlier waits, at most replyGrace, until the replies to the
 // session's prompts read before ticket seq are written.
-func (o *order) waitEarlier(sid string, seq sessions.Ticket) {
+func (o *order) waitEarlier(sid string, seq uint64) {
 	if seq == 0 {
 		return
 	}
@@ -280,15 +236,6 @@ func (o *order) dropAnswered(so *sessionOrder) {
 	}
 }
 
-func (o *order) ended(sid string, seq sessions.Ticket) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if so := o.sessions[sid]; so != nil && seq != 0 {
-		delete(so.live, seq)
-		o.tidy(sid, so)
-	}
-}
-
 // forget drops a closed session's order once nothing of it is pending.
 func (o *order) forget(sid string) {
 	o.mu.Lock()
@@ -301,7 +248,7 @@ func (o *order) forget(sid string) {
 
 // tidy deletes a closed session with nothing pending. Called with mu held.
 func (o *order) tidy(sid string, so *sessionOrder) {
-	if so.closed && so.transit == nil && len(so.waiting) == 0 && len(so.live) == 0 {
+	if so.closed && so.transit == nil && len(so.waiting) == 0 {
 		delete(o.sessions, sid)
 	}
 }
@@ -349,7 +296,9 @@ func (o *order) waitAll(timeout time.Duration) bool {
 // written looks at a frame the agent wrote. A reply (an id and no method,
 // whatever the order of its members) releases the waiters of its request;
 // if that request was a prompt still in transit, the SDK answered it
-// without running our handler, and the session's next prompt may go.
+// without running our handler, and the session's next prompt may go. Its
+// result is then handed to replied. Every reply is to a request read, so
+// with none awaited no frame is decoded.
 func (o *order) written(frame []byte) {
 	o.mu.Lock()
 	idle := len(o.awaited) == 0
@@ -360,6 +309,7 @@ func (o *order) written(frame []byte) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
 	}
 	if json.Unmarshal(frame, &msg) != nil || msg.Method != nil || !validID(msg.ID) {
 		return
@@ -379,52 +329,7 @@ func (o *order) written(frame []byte) {
 	}
 	o.mu.Unlock()
 	o.send(next)
-}
-
-// afterReply runs end once the reply to request id has been written (or
-// after replyGrace); at once for a prompt the filter did not see.
-func (a *Agent) afterReply(id string, end func()) {
-	done := a.order.done(id)
-	if done == nil {
-		end()
-		return
+	if o.replied != nil {
+		o.replied(msg.Result)
 	}
-	go func() {
-		t := time.NewTimer(replyGrace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			a.log.Warn("prompt reply not written in time; starting the next turn anyway", zap.String("request", id))
-		}
-		end()
-	}()
-}
-
-// validID reports whether raw is an id JSON-RPC allows in a request: a
-// string, a number or null. Anything else (an array, an object, a boolean)
-// is an invalid request.
-func validID(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	switch c := raw[0]; {
-	case c == '"', c == 'n', c == '-', c >= '0' && c <= '9':
-		return true
-	}
-	return false
-}
-
-// idKey is a valid request id as the reply to it will carry it: the SDK
-// echoes the id's bytes, but re-encoded (a string may come back with "<"
-// written as \u003c, "/" unescaped), so strings are keyed by their value
-// and numbers by their text.
-func idKey(raw json.RawMessage) string {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return "s" + s
-		}
-	}
-	return "n" + string(raw)
 }

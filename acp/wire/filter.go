@@ -1,4 +1,4 @@
-package acp
+package wire
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -20,11 +19,12 @@ import (
 // session with it). So the longest frame forwarded is one byte shorter.
 const (
 	sdkLineBuffer = 10 << 20
-	maxFrame      = sdkLineBuffer - 1
+	// MaxFrame is the longest frame, in bytes, passed to the SDK.
+	MaxFrame = sdkLineBuffer - 1
 	// keepFrame is how much of a line is kept: a frame just over the limit
 	// is still decoded whole (to answer it with its id); of a longer one
 	// only the beginning is kept, to look for its id.
-	keepFrame = maxFrame + 1
+	keepFrame = MaxFrame + 1
 )
 
 // The SDK queues notifications in a channel of 1,024 and closes the
@@ -60,121 +60,6 @@ func (l *lockedWriter) reply(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// header is what the input filter decodes of every frame, once. Its types
-// accept exactly what the SDK's own envelope accepts, so a frame the filter
-// passes is one the SDK will decode; params is read only for its sessionId.
-type header struct {
-	envelope
-	Params struct {
-		SessionID json.RawMessage `json:"sessionId"`
-	} `json:"params"`
-}
-
-type envelope struct {
-	JSONRPC *string              `json:"jsonrpc"`
-	ID      json.RawMessage      `json:"id"`
-	Method  *string              `json:"method"`
-	Result  json.RawMessage      `json:"result"`
-	Error   *acpsdk.RequestError `json:"error"`
-}
-
-// unmarshalHeader decodes line into h. Params that are not an object are
-// not the filter's business (the SDK answers them with Invalid params), but
-// the decoder reports only the first type error of a frame: then the frame
-// is decoded again without looking into params, for the errors after it.
-func unmarshalHeader(line []byte, h *header) error {
-	err := json.Unmarshal(line, h)
-	var typ *json.UnmarshalTypeError
-	if !errors.As(err, &typ) || typ.Field != "params" {
-		return err
-	}
-	var e struct {
-		envelope
-		Params json.RawMessage `json:"params"`
-	}
-	err = json.Unmarshal(line, &e)
-	h.envelope = e.envelope
-	return err
-}
-
-// isNotification: no id, or a null one, which the SDK treats alike (it
-// never answers either).
-func (h *header) isNotification() bool {
-	return len(h.ID) == 0 || string(h.ID) == "null"
-}
-
-// sessionID returns params.sessionId when it is a string.
-func (h *header) sessionID() (string, bool) {
-	var s string
-	if len(h.Params.SessionID) == 0 || json.Unmarshal(h.Params.SessionID, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-// rejection is the error reply owed to a frame not passed on.
-type rejection struct {
-	id   json.RawMessage // nil: null
-	code int
-	msg  string
-}
-
-// decodeHeader decodes line into a header, or says why it is no usable
-// JSON-RPC message.
-func decodeHeader(line []byte) (header, *rejection) {
-	var h header
-	if !utf8.Valid(line) {
-		return h, &rejection{code: -32700, msg: "Parse error: not valid UTF-8"}
-	}
-	err := unmarshalHeader(line, &h)
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn) || (err != nil && !errors.As(err, &typ)):
-		return h, &rejection{code: -32700, msg: "Parse error: not valid JSON"}
-	case err != nil && typ.Field == "":
-		return h, &rejection{code: -32600, msg: "Invalid Request: expected a JSON-RPC object (batches are not supported)"}
-	}
-	// The id is echoed only to requests: a client would match an error
-	// carrying its own request's id to that request.
-	var id json.RawMessage
-	if len(h.ID) > 0 && !validID(h.ID) {
-		return h, &rejection{code: -32600, msg: "Invalid Request: id must be a string, a number or null"}
-	}
-	if string(h.ID) != "null" && h.Result == nil && h.Error == nil {
-		id = h.ID
-	}
-	switch {
-	case err != nil:
-		return h, &rejection{id: id, code: -32600, msg: fmt.Sprintf("Invalid Request: %s has the wrong type", typ.Field)}
-	case h.JSONRPC != nil && *h.JSONRPC != "2.0":
-		return h, &rejection{id: id, code: -32600, msg: `Invalid Request: jsonrpc must be "2.0"`}
-	case h.Method != nil && *h.Method == "":
-		return h, &rejection{id: id, code: -32600, msg: "Invalid Request: empty method"}
-	case h.Method == nil && (h.isNotification() || (h.Result == nil && h.Error == nil)):
-		return h, &rejection{id: id, code: -32600, msg: "Invalid Request: no method"}
-	}
-	return h, nil
-}
-
-func errorFrame(id json.RawMessage, code int, msg string) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	e := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id}
-	e.Error.Code = code
-	e.Error.Message = msg
-	b, _ := json.Marshal(e)
-	return append(b, '\n')
-}
-
 // inbound is the input filter between the client and the SDK. It decodes
 // every frame once and passes on, byte for byte, only frames the SDK can
 // take without closing the connection; it answers the rest itself (the SDK
@@ -187,29 +72,16 @@ func errorFrame(id json.RawMessage, code int, msg string) []byte {
 // session/prompt is then known before that prompt's turn can run, even a
 // turn short enough to finish before this goroutine got to the next line.
 type inbound struct {
-	a    *Agent
+	w    *Wire
 	br   *bufio.Reader
 	out  *lockedWriter
 	pw   *io.PipeWriter
 	stop <-chan struct{}
 	// slots holds one token per notification handed to the SDK and not
-	// yet handled (Cancel takes it back).
+	// yet handled (NotificationHandled takes it back).
 	slots chan struct{}
 
 	batch []byte
-}
-
-// filterInput sets up the filter over in and returns what the SDK reads,
-// and the func that starts it. Nothing reaches the SDK before start: the
-// SDK's reader runs from its constructor, and its logger may only be set
-// while that reader has nothing to log about.
-func (a *Agent) filterInput(in io.Reader, out *lockedWriter, stop <-chan struct{}) (sdkIn *io.PipeReader, start func()) {
-	pr, pw := io.Pipe()
-	f := &inbound{a: a, br: bufio.NewReaderSize(in, 64<<10), out: out, pw: pw, stop: stop, slots: a.slots}
-	a.order.forward = func(frame []byte) {
-		_, _ = pw.Write(append(frame[:len(frame):len(frame)], '\n'))
-	}
-	return pr, func() { go f.run() }
 }
 
 func (f *inbound) run() {
@@ -229,12 +101,12 @@ func (f *inbound) run() {
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				f.a.log.Warn("reading stdin failed", zap.Error(err))
+				f.w.log.Warn("reading stdin failed", zap.Error(err))
 			}
 			// Prompts held back for their turn in the order still reach
 			// the SDK before its input ends.
-			if !f.a.order.waitHeld(replyGrace) {
-				f.a.log.Warn("input ended with prompts still held back")
+			if !f.w.order.waitHeld(replyGrace) {
+				f.w.log.Warn("input ended with prompts still held back")
 			}
 			f.pw.Close()
 			return
@@ -256,7 +128,7 @@ func (f *inbound) pass(line []byte) {
 }
 
 func (f *inbound) reject(line []byte, r *rejection) {
-	f.a.log.Warn("rejected malformed frame", zap.Int("bytes", len(line)), zap.Int("code", r.code), zap.String("reason", r.msg))
+	f.w.log.Warn("rejected malformed frame", zap.Int("bytes", len(line)), zap.Int("code", r.code), zap.String("reason", r.msg))
 	_, _ = f.out.reply(errorFrame(r.id, r.code, r.msg))
 }
 
@@ -272,11 +144,11 @@ func (f *inbound) handle(line []byte, size int) {
 		f.reject(line, r)
 		return
 	}
-	fits := len(line) <= maxFrame
+	fits := len(line) <= MaxFrame
 	switch {
 	case h.Method == nil: // a response to one of our requests
 		if !fits {
-			f.a.log.Warn("dropped a response too large for the SDK", zap.Int("bytes", size), zap.ByteString("id", h.ID))
+			f.w.log.Warn("dropped a response too large for the SDK", zap.Int("bytes", size), zap.ByteString("id", h.ID))
 			return
 		}
 		f.pass(line)
@@ -290,14 +162,14 @@ func (f *inbound) handle(line []byte, size int) {
 }
 
 func tooLarge(size int) string {
-	return fmt.Sprintf("Invalid Request: a frame of %d bytes is over the limit of %d bytes", size, maxFrame)
+	return fmt.Sprintf("Invalid Request: a frame of %d bytes is over the limit of %d bytes", size, MaxFrame)
 }
 
 func (f *inbound) request(h *header, line []byte) {
 	id := idKey(h.ID)
-	f.a.order.expect(id)
+	f.w.order.expect(id)
 	if *h.Method == acpsdk.AgentMethodSessionPrompt {
-		if sid, ok := h.sessionID(); ok && f.a.known(sid) && !f.a.order.promptRead(sid, id, line) {
+		if sid, ok := h.sessionID(); ok && f.w.sessions.Known(sid) && !f.w.order.promptRead(sid, id, line) {
 			return // held back; order forwards it in its turn
 		}
 	}
@@ -305,7 +177,8 @@ func (f *inbound) request(h *header, line []byte) {
 }
 
 // notification passes on only what the SDK acts on: a cancel of a known
-// session (applied here, in wire order; the SDK's handler only logs) and
+// session (applied here, in wire order, to the prompts read before it; the
+// SDK's handler only logs) and
 // $/cancel_request (handled by the SDK as it reads, outside its queue).
 // Everything else — extension (_-prefixed) and unknown notifications, a
 // request method sent without an id, a cancel of an unknown session — the
@@ -315,12 +188,12 @@ func (f *inbound) notification(h *header, line []byte, fits bool) {
 	switch method {
 	case acpsdk.AgentMethodSessionCancel:
 		sid, ok := h.sessionID()
-		if !ok || !f.a.known(sid) {
-			f.a.log.Debug("ignoring a cancel of an unknown session", zap.String("session", sid))
+		if !ok || !f.w.sessions.Known(sid) {
+			f.w.log.Debug("ignoring a cancel of an unknown session", zap.String("session", sid))
 			return
 		}
-		f.a.order.cancelRead(sid)
-		// The SDK calls Cancel (which frees the slot) only for params it
+		f.w.sessions.CancelThrough(sid, f.w.order.cancelRead(sid))
+		// The SDK calls the Cancel handler (which frees the slot) only for params it
 		// decodes; otherwise it would log and drop the frame.
 		if fits && sdkDecodesCancel(line) {
 			f.passNotification(line)
@@ -331,7 +204,7 @@ func (f *inbound) notification(h *header, line []byte, fits bool) {
 		}
 	default:
 		if !strings.HasPrefix(method, "_") {
-			f.a.log.Debug("ignoring notification", zap.String("method", method))
+			f.w.log.Debug("ignoring notification", zap.String("method", method))
 		}
 	}
 }
@@ -356,49 +229,11 @@ func (f *inbound) passNotification(line []byte) {
 	f.pass(line)
 }
 
-// notificationHandled frees the slot of a notification the SDK handed to a
-// handler.
-func (a *Agent) notificationHandled() {
-	select {
-	case <-a.slots:
-	default: // a direct call, not a forwarded frame
-	}
-}
-
 func sdkDecodesCancel(line []byte) bool {
 	var m struct {
 		Params acpsdk.CancelNotification `json:"params"`
 	}
 	return json.Unmarshal(line, &m) == nil
-}
-
-// readID looks for the top-level id of a frame of which only the beginning
-// is at hand; nil if none is found before the end, or it is not a valid id.
-func readID(prefix []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	var id json.RawMessage
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			break
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			break
-		}
-		// Member names match as the SDK's decoder matches them.
-		if strings.EqualFold(key, "id") {
-			id = v
-		}
-	}
-	if !validID(id) || string(id) == "null" || !utf8.Valid(id) {
-		return nil
-	}
-	return id
 }
 
 // bufferedLine reports whether a whole line is already buffered, so reading
@@ -442,10 +277,4 @@ func readLine(br *bufio.Reader) (line []byte, size int, err error) {
 		line = line[:keepFrame]
 	}
 	return line, size, err
-}
-
-// known reports whether sid is a live session.
-func (a *Agent) known(sid string) bool {
-	_, err := a.opts.Sessions.Get(sid)
-	return err == nil
 }
