@@ -63,87 +63,123 @@ func (l *Launcher) Zygote(p Policy) (*Zygote, error) {
 		return nil, err
 	}
 	defer pr.Close()
+	conn, theirs, err := zygoteSocket()
+	if err != nil {
+		return nil, err
+	}
+	defer theirs.Close()
+	ns := l.Namespaces()
+	z := &Zygote{
+		conn:   conn,
+		ns:     ns,
+		dirs:   sessionDirs(p),
+		done:   make(chan struct{}),
+		starts: map[uint64]chan startReply{},
+		procs:  map[uint64]*zproc{},
+	}
+	if !ns {
+		// Stat before the zygote lists them: a change in between shows as
+		// one at the next command, never goes unseen.
+		z.watch = descendedDirs(p)
+	}
+	z.cmd = &exec.Cmd{
+		Path:        l.exe,
+		Args:        []string{helperArg0},
+		Env:         []string{helperEnv + "=" + stageZygote},
+		Dir:         "/",
+		ExtraFiles:  []*os.File{pr, theirs},
+		SysProcAttr: l.zygoteAttr(p),
+	}
+	if err := z.cmd.Start(); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("start zygote: %w", err)
+	}
+	go z.read()
+	return z, nil
+}
+
+// zygoteSocket makes the agent's and the zygote's ends of their socket.
+func zygoteSocket() (ours *net.UnixConn, theirs *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("zygote socket: %w", err)
+		return nil, nil, fmt.Errorf("zygote socket: %w", err)
 	}
 	// The kernel translates the pid a zygote in a PID namespace names in
 	// its credentials only for a receiver that asks for credentials.
 	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
 		_ = unix.Close(fds[0])
 		_ = unix.Close(fds[1])
-		return nil, fmt.Errorf("zygote socket: %w", err)
+		return nil, nil, fmt.Errorf("zygote socket: %w", err)
 	}
-	ours := os.NewFile(uintptr(fds[0]), "zygote")
-	theirs := os.NewFile(uintptr(fds[1]), "zygote")
-	defer theirs.Close()
-	fc, err := net.FileConn(ours)
-	_ = ours.Close()
+	f := os.NewFile(uintptr(fds[0]), "zygote")
+	theirs = os.NewFile(uintptr(fds[1]), "zygote")
+	fc, err := net.FileConn(f)
+	_ = f.Close()
 	if err != nil {
-		return nil, fmt.Errorf("zygote socket: %w", err)
+		_ = theirs.Close()
+		return nil, nil, fmt.Errorf("zygote socket: %w", err)
 	}
-	attr := &syscall.SysProcAttr{Setsid: true}
-	ns := l.Namespaces()
+	return fc.(*net.UnixConn), theirs, nil
+}
+
+// sessionDirs are p's workdir and temporary directory as they are now
+// (see Zygote.dirs).
+func sessionDirs(p Policy) map[string]os.FileInfo {
 	dirs := map[string]os.FileInfo{}
 	for _, d := range []string{p.Workdir, p.TempDir} {
 		if fi, err := os.Stat(d); err == nil && d != "" {
 			dirs[d] = fi
 		}
 	}
-	var watch map[string]time.Time
-	if !ns {
-		// Stat before the zygote lists them: a change in between shows as
-		// one at the next command, never goes unseen.
-		watch = map[string]time.Time{}
-		for _, d := range buildRules(p, nil).descended() {
-			if fi, err := os.Stat(d); err == nil {
-				watch[d] = fi.ModTime()
-			}
+	return dirs
+}
+
+// descendedDirs are the directories whose entries p's Landlock rules
+// name one by one, with their mtimes now (see Zygote.watch).
+func descendedDirs(p Policy) map[string]time.Time {
+	watch := map[string]time.Time{}
+	for _, d := range buildRules(p, nil).descended() {
+		if fi, err := os.Stat(d); err == nil {
+			watch[d] = fi.ModTime()
 		}
 	}
-	if ns {
-		uid, gid := os.Getuid(), os.Getgid()
-		flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS)
-		if !p.Network && l.avail.NetNS {
-			flags |= unix.CLONE_NEWNET
-		}
-		attr.Cloneflags = flags
-		// The same ids inside: files and `id` look as they do outside.
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		if uid != 0 {
-			// A non-root zygote loses its namespace capabilities at exec
-			// unless they are ambient: it needs CAP_SYS_ADMIN to mount
-			// /proc and to name its children's pids in credentials. Its
-			// spawning thread clears the ambient set, so bash starts
-			// without it.
-			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
-		}
+	return watch
+}
+
+// zygoteAttr is how the zygote starts: in a session of its own and, with
+// namespaces, in new user, PID, mount (and network) namespaces.
+//
+// It is killed when the agent is: the zygote exits at EOF on its socket,
+// but one stopped (by a command, or from outside) would never see it.
+// The kernel sends Pdeathsig when the thread that forked the child ends,
+// not the process; the agent never ends a thread (nothing in it returns
+// from a goroutine with its thread locked), so here that is the agent's
+// end. (In a PID namespace Go's check that the parent still lives reads
+// a ppid of 0 and signals the child itself, which as the namespace's init
+// ignores it, as the probe's children do.)
+func (l *Launcher) zygoteAttr(p Policy) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if !l.Namespaces() {
+		return attr
 	}
-	cmd := &exec.Cmd{
-		Path:        l.exe,
-		Args:        []string{helperArg0},
-		Env:         []string{helperEnv + "=" + stageZygote},
-		Dir:         "/",
-		ExtraFiles:  []*os.File{pr, theirs},
-		SysProcAttr: attr,
+	uid, gid := os.Getuid(), os.Getgid()
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS)
+	if !p.Network && l.avail.NetNS {
+		flags |= unix.CLONE_NEWNET
 	}
-	if err := cmd.Start(); err != nil {
-		_ = fc.Close()
-		return nil, fmt.Errorf("start zygote: %w", err)
+	attr.Cloneflags = flags
+	// The same ids inside: files and `id` look as they do outside.
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	if uid != 0 {
+		// A non-root zygote loses its namespace capabilities at exec
+		// unless they are ambient: it needs CAP_SYS_ADMIN to mount
+		// /proc and to name its children's pids in credentials. Its
+		// spawning thread clears the ambient set, so bash starts
+		// without it.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
-	z := &Zygote{
-		cmd:    cmd,
-		conn:   fc.(*net.UnixConn),
-		ns:     ns,
-		watch:  watch,
-		dirs:   dirs,
-		done:   make(chan struct{}),
-		starts: map[uint64]chan startReply{},
-		procs:  map[uint64]*zproc{},
-	}
-	go z.read()
-	return z, nil
+	return attr
 }
 
 // Start runs `bash -c command` in the zygote with env (as given: see

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -94,4 +95,45 @@ func TestZygoteStartTimeout(t *testing.T) {
 		t.Error(err)
 	}
 	testutil.WaitGone(t, ctx, zygote)
+}
+
+// A stopped zygote, which never sees its socket's EOF, still ends with the
+// agent when the agent is SIGKILLed (its parent-death signal).
+func TestStoppedZygoteEndsWithAgent(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testutil.Context(t)
+			cmd := testutil.Child(t, ctx, "stopped-zygote", t.TempDir(), m.name)
+			cmd.Stderr = os.Stderr
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var zygote, command int
+			_, scanErr := fmt.Fscan(out, &zygote, &command)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if scanErr != nil {
+				t.Fatalf("the agent's zygote: %v", scanErr)
+			}
+			// Without namespaces the command outlives its zygote (the
+			// watchdog is what ends it in the real agent).
+			defer func() { _ = syscall.Kill(-command, syscall.SIGKILL) }()
+			t.Cleanup(func() {
+				if t.Failed() {
+					_ = syscall.Kill(zygote, syscall.SIGKILL)
+				}
+			})
+			testutil.WaitGone(t, ctx, zygote)
+		})
+	}
 }
