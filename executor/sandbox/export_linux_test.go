@@ -2,7 +2,10 @@ package sandbox
 
 import (
 	"encoding/json"
+	"os"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor"
 )
 
 // SetStartTimeout shortens how long a start waits for its zygote's answer;
@@ -46,4 +49,9 @@ func Zygotes(c *Confiner, owner string) (live, retired int) {
 		return 0, 0
 	}
 	return len(o.live), len(o.retired)
+}
+
+// Start is StartIn in the policy's Workdir.
+func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
+	return z.StartIn("", command, env, stdout, stderr)
 }

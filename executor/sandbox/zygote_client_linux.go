@@ -182,16 +182,11 @@ func (l *Launcher) zygoteAttr(p Policy) *syscall.SysProcAttr {
 	return attr
 }
 
-// Start runs `bash -c command` in the zygote with env (as given: see
-// commandEnv for TMPDIR), writing to stdout and stderr, in the policy's
-// Workdir; its stdin is /dev/null. The caller keeps and closes its copies
-// of stdout and stderr.
-func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
-	return z.StartIn("", command, env, stdout, stderr)
-}
-
-// StartIn is Start in the directory dir (empty: the policy's Workdir),
-// which the policy need not let the command write.
+// StartIn runs `bash -c command` in the zygote with env (as given: see
+// commandEnv for TMPDIR), writing to stdout and stderr, in the directory
+// dir (empty: the policy's Workdir), which the policy need not let the
+// command write; its stdin is /dev/null. The caller keeps and closes its
+// copies of stdout and stderr.
 func (z *Zygote) StartIn(dir, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
 	payload, err := json.Marshal(zygotePayload{Command: command, Dir: dir, Env: env})
 	if err != nil {

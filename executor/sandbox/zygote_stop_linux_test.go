@@ -86,6 +86,15 @@ func TestZygoteStartTimeout(t *testing.T) {
 	if got := ppid(t, pr2.Pid()); got == zygote {
 		t.Error("the command ran in the stopped zygote")
 	}
+	if !testutil.Gone(zygote) {
+		// The start found the zygote's rules stale (on a busy machine
+		// another process changed a directory they descend, /tmp) and
+		// retired it without asking it anything: a retired zygote ends
+		// with its last command, which a stopped one keeps until its
+		// Close. The timeout was not reached this time.
+		t.Log("the stopped zygote was retired as stale before its start could time out")
+		_ = syscall.Kill(zygote, syscall.SIGKILL)
+	}
 	if ws, err := pr.Wait(); err != nil || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the stopped zygote's command: %v %v", ws, err)
 	}
