@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/scripted"
 	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/permission/project"
@@ -38,10 +39,14 @@ type app struct {
 	toolset  *bashtool.Set
 	sessions *sessions.Registry
 	agent    *acp.Agent
-	// store is nil with --no-persist.
+	// store is nil with --no-persist; guard without a watchdog; tracker
+	// with --diffs off.
 	store   *store.Store
 	guard   *guard
-	closers []func() error
+	tracker *changes.Tracker
+	// cleanup closes what newApp made, the last made first: on its error,
+	// or at close.
+	cleanup cleanup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -168,9 +173,9 @@ func agentFiles(cfg *config, stored bool) []string {
 // every command only under the test switch), or with --executor docker
 // every command in its session's container, where the Auto in sandbox mode
 // is not offered, the container being what confines.
-func chooseConfiner(cfg *config, limits executor.Limits, log *zap.Logger, sb *lazySandbox) (confine executor.Confiner, all bool, offered func() bool, err error) {
+func chooseConfiner(cfg *config, limits executor.Limits, log *zap.Logger, sb *sandbox.Lazy) (confine executor.Confiner, all bool, offered func() bool, err error) {
 	if cfg.executorKind() != "docker" {
-		return sb, sb.confineAll, sb.offered, nil
+		return sb, testSwitchSandbox(cfg), sb.Offered, nil
 	}
 	dc, err := startDocker(cfg, limits, log)
 	if err != nil {
@@ -179,114 +184,49 @@ func chooseConfiner(cfg *config, limits executor.Limits, log *zap.Logger, sb *la
 	return dc, true, func() bool { return false }, nil
 }
 
-func newApp(cfg *config, log *zap.Logger) (*app, error) {
+func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
+	a := &app{log: log}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, a.cleanup.run())
+		}
+	}()
 	provider, op, closers, err := newProvider(cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	a.cleanup.push(closers...)
 	// One limits value for the executor and the tools: the bash description
 	// names the timeouts the executor enforces.
 	limits := cfg.limits()
 	tmp := cfg.tempParent()
 	removeLeftovers(tmp, log)
-	var g *guard
 	if useWatchdog {
-		g = newGuard(log, limits.KillGrace, tmp)
-		closers = append(closers, g.close)
+		a.guard = newGuard(log, limits.KillGrace, tmp)
+		a.cleanup.push(a.guard.close)
 	}
-	st, err := openStore(cfg, log)
+	if a.store, err = openStore(cfg, log); err != nil {
+		return nil, err
+	}
+	confine, confineAll, offered, err := a.confiner(cfg, limits)
 	if err != nil {
-		return nil, errors.Join(err, closeAll(closers))
+		return nil, err
 	}
-	a := &app{log: log, closers: closers, store: st, guard: g}
-	sb, err := startSandbox(cfg, log, agentFiles(cfg, st != nil))
-	if err != nil {
-		return nil, errors.Join(err, closeAll(closers))
+	a.newSessions(cfg, offered)
+	if err := a.startExecutor(cfg, limits, confine, confineAll); err != nil {
+		return nil, err
 	}
-	confine, confineAll, offered, err := chooseConfiner(cfg, limits, log, sb)
-	if err != nil {
-		return nil, errors.Join(err, closeAll(closers))
-	}
-	exOpts := executor.Options{
-		Limits:   limits,
-		SpillDir: cfg.spillDir,
-		// The headless runner's output names the spill files (the notes
-		// after a truncated command, a skipped live stretch) for a person
-		// to open after it exits: they stay. A server's go with their
-		// session.
-		KeepSpillFiles: cfg.headless,
-		Env:            append(os.Environ(), g.env()...),
-		KeepEnv:        cfg.keepEnv,
-		Secrets:        nonEmpty(cfg.apiKey),
-		Watcher:        g.watcher(),
-		Confine:        confine,
-		// The test switch is decided before serving (startSandbox).
-		ConfineAll: confineAll,
-		Logger:     log.Named("executor"),
-	}
-	if st != nil {
-		// Task ids continue the store's sequence, and each task is recorded
-		// with its session, so a later process knows which ids were its.
-		exOpts.NextTaskID = func(owner string) (int64, error) {
-			n, err := st.NextTaskIDs(1)
-			if err == nil && owner != "" {
-				a.sessions.TaskStarted(owner, "bash-"+strconv.FormatInt(n, 10), "")
-			}
-			return n, err
-		}
-	}
-	ex, err := executor.NewLocal(exOpts)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start executor: %w", err), closeAll(closers))
-	}
-	if names := append(slices.Clone(droppedAtStart), ex.Withheld()...); len(names) > 0 {
-		slices.Sort(names)
-		// Warn, so it shows at the default level: a user whose build
-		// needs one of these should learn why it is missing.
-		log.Warn("credential variables withheld from commands; --keep-env NAME passes one", zap.Strings("names", slices.Compact(names)))
-	}
-	a.exec = ex
-	var tracker *changes.Tracker
-	if cfg.diffs != "off" {
-		tracker = changes.New(changes.Options{Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME")})
-	}
-	a.sessions = sessions.New(sessions.Options{
-		OnClose: func(id string) {
-			if n := ex.KillOwned(id); n > 0 {
-				log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
-			}
-			// What the session's commands changed is nobody's to read
-			// any more (a task still ending measures into a tree no longer
-			// kept).
-			if tracker != nil {
-				tracker.Forget(id)
-			}
-			if a.toolset != nil {
-				a.toolset.Forget(id)
-			}
-		},
-		Store:       st,
-		GoneNotice:  bashtool.GoneNotice,
-		Sandbox:     offered,
-		DefaultMode: sessions.Mode(cfg.defaultMode),
-		Logger:      log.Named("sessions"),
-	})
-	unsubscribe := ex.Subscribe(func(end executor.TaskEnd) {
-		if end.Owner != "" {
-			a.sessions.TaskEnded(end.Owner, end.ID, end.Status.State.String())
-		}
-	})
-	a.closers = append(a.closers, func() error { unsubscribe(); return nil })
 	a.toolset, err = bashtool.New(bashtool.Options{
-		Executor: ex,
+		Executor: a.exec,
 		Limits:   limits,
 		Notify:   a.sessions.Notify,
 		Logger:   log,
-		Changes:  tracker,
+		Changes:  a.tracker,
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("tools: %w", err), ex.Close(), closeAll(closers))
+		return nil, fmt.Errorf("tools: %w", err)
 	}
+	a.cleanup.push(a.toolset.Close)
 	a.agent, err = acp.New(acp.Options{
 		Sessions:   a.sessions,
 		OnShutdown: a.endCommands,
@@ -308,7 +248,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			Logger:          log.Named("agent"),
 		},
 		Rules:   permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
-		Project: projectRules(st),
+		Project: projectRules(a.store),
 		MCP: acp.MCPOptions{
 			Servers: mcptool.Options{
 				StartTimeout: cfg.mcpStartTimeout,
@@ -322,7 +262,7 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 			// spill files, one of another session cannot (the executor's
 			// whole spill directory is denied to it). Removed when the
 			// session closes.
-			SpillParent:   ex.OwnerSpillDir,
+			SpillParent:   a.exec.OwnerSpillDir,
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
 		Version:      version,
@@ -334,9 +274,110 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 		Logger:       log.Named("acp"),
 	})
 	if err != nil {
-		return nil, errors.Join(err, a.toolset.Close(), ex.Close(), closeAll(closers))
+		return nil, err
 	}
 	return a, nil
+}
+
+// confiner is where commands run (see chooseConfiner); cleanup closes it
+// until the executor owns it.
+func (a *app) confiner(cfg *config, limits executor.Limits) (confine executor.Confiner, all bool, offered func() bool, err error) {
+	sb, err := startSandbox(cfg, a.log, agentFiles(cfg, a.store != nil))
+	if err != nil {
+		return nil, false, nil, err
+	}
+	confine, all, offered, err = chooseConfiner(cfg, limits, a.log, sb)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	a.cleanup.push(confine.Close)
+	return confine, all, offered, nil
+}
+
+// newSessions makes the session registry (and with --diffs the tracker of
+// what commands change, which it forgets a session's part of at its close).
+func (a *app) newSessions(cfg *config, offered func() bool) {
+	if cfg.diffs != "off" {
+		a.tracker = changes.New(changes.Options{Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME")})
+	}
+	a.sessions = sessions.New(sessions.Options{
+		OnClose:     a.sessionClosed,
+		Store:       a.store,
+		GoneNotice:  bashtool.GoneNotice,
+		Sandbox:     offered,
+		DefaultMode: sessions.Mode(cfg.defaultMode),
+		Logger:      a.log.Named("sessions"),
+	})
+}
+
+// startExecutor makes the executor over confine, which it then owns (its
+// Close closes confine).
+func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executor.Confiner, confineAll bool) error {
+	opts := executor.Options{
+		Limits:   limits,
+		SpillDir: cfg.spillDir,
+		// The headless runner's output names the spill files (the notes
+		// after a truncated command, a skipped live stretch) for a person
+		// to open after it exits: they stay. A server's go with their
+		// session.
+		KeepSpillFiles: cfg.headless,
+		Env:            append(os.Environ(), a.guard.env()...),
+		KeepEnv:        cfg.keepEnv,
+		Secrets:        nonEmpty(cfg.apiKey),
+		Watcher:        a.guard.watcher(),
+		Confine:        confine,
+		// The test switch is decided before serving (startSandbox).
+		ConfineAll: confineAll,
+		Logger:     a.log.Named("executor"),
+	}
+	reg := a.sessions
+	if st := a.store; st != nil {
+		// Task ids continue the store's sequence, and each task is recorded
+		// with its session, so a later process knows which ids were its.
+		opts.NextTaskID = func(owner string) (int64, error) {
+			n, err := st.NextTaskIDs(1)
+			if err == nil && owner != "" {
+				reg.TaskStarted(owner, "bash-"+strconv.FormatInt(n, 10), "")
+			}
+			return n, err
+		}
+	}
+	ex, err := executor.NewLocal(opts)
+	if err != nil {
+		return fmt.Errorf("start executor: %w", err)
+	}
+	a.cleanup.handOver()
+	if names := append(slices.Clone(droppedAtStart), ex.Withheld()...); len(names) > 0 {
+		slices.Sort(names)
+		// Warn, so it shows at the default level: a user whose build
+		// needs one of these should learn why it is missing.
+		a.log.Warn("credential variables withheld from commands; --keep-env NAME passes one", zap.Strings("names", slices.Compact(names)))
+	}
+	a.exec = ex
+	unsubscribe := ex.Subscribe(func(end executor.TaskEnd) {
+		if end.Owner != "" {
+			reg.TaskEnded(end.Owner, end.ID, end.Status.State.String())
+		}
+	})
+	a.cleanup.push(func() error { unsubscribe(); return nil })
+	// Pushed after the subscription, so it runs before the unsubscribe:
+	// the ends of the tasks it kills are still recorded.
+	a.cleanup.push(func() error { a.endCommands(); return <-a.execDone })
+	return nil
+}
+
+// sessionClosed is the sessions' OnClose. A session closes only once the
+// app serves, after newApp set every field it reads.
+func (a *app) sessionClosed(id string) {
+	if n := a.exec.KillOwned(id); n > 0 {
+		a.log.Info("killed background tasks of closed session", zap.String("session", id), zap.Int("tasks", n))
+	}
+	// What the session's commands changed is nobody's to read any more
+	// (a task still ending measures into a tree no longer kept).
+	if a.tracker != nil {
+		a.tracker.Forget(id)
+	}
+	a.toolset.Forget(id)
 }
 
 // projectRules are the "always in this project" answers, beside the
@@ -355,7 +396,7 @@ func (a *app) close() error {
 	a.closeOnce.Do(func() {
 		a.endCommands()
 		a.sessions.CloseAll()
-		a.closeErr = errors.Join(a.toolset.Close(), <-a.execDone, closeAll(a.closers))
+		a.closeErr = a.cleanup.run()
 	})
 	return a.closeErr
 }
@@ -391,11 +432,22 @@ func onGroup(g *guard, log *zap.Logger) func(pgid int, started bool) {
 	}
 }
 
-func closeAll(fns []func() error) error {
+// cleanup is a stack of closers, pushed as resources are made.
+type cleanup []func() error
+
+func (c *cleanup) push(fns ...func() error) { *c = append(*c, fns...) }
+
+// handOver takes the last closer pushed off the stack unrun: what it
+// closes has an owner now that closes it.
+func (c *cleanup) handOver() { *c = (*c)[:len(*c)-1] }
+
+// run calls every closer, the last pushed first, and empties the stack.
+func (c *cleanup) run() error {
 	var errs []error
-	for _, f := range fns {
-		errs = append(errs, f())
+	for i := len(*c) - 1; i >= 0; i-- {
+		errs = append(errs, (*c)[i]())
 	}
+	*c = nil
 	return errors.Join(errs...)
 }
 

@@ -397,6 +397,17 @@ func onOff(name, v string) error {
 }
 
 func (c *config) validate() error {
+	for _, check := range []func() error{c.validateTurns, c.validateModel, c.validateRuns, c.validateSandbox, c.validateLog} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return c.docker.validate(c.executorKind())
+}
+
+// validateTurns checks the flags about a turn's length: --max-requests,
+// --context-window, --compact-at.
+func (c *config) validateTurns() error {
 	if c.maxRequests <= 0 {
 		return fmt.Errorf("--max-requests must be positive, got %d", c.maxRequests)
 	}
@@ -406,9 +417,11 @@ func (c *config) validate() error {
 	if c.compactAt <= 0 || c.compactAt > 1 {
 		return fmt.Errorf("--compact-at must be above 0 and at most 1, got %v", c.compactAt)
 	}
-	if err := c.validateModel(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateRuns checks the command and MCP timeouts, and --resume.
+func (c *config) validateRuns() error {
 	if c.timeout <= 0 || c.maxTimeout <= 0 {
 		return errors.New("--timeout and --max-timeout must be positive")
 	}
@@ -421,6 +434,12 @@ func (c *config) validate() error {
 	if c.mcpStartTimeout <= 0 || c.mcpTimeout <= 0 {
 		return errors.New("--mcp-start-timeout and --mcp-timeout must be positive")
 	}
+	return nil
+}
+
+// validateSandbox checks --sandbox, --diffs, --default-mode and
+// --sandbox-read.
+func (c *config) validateSandbox() error {
 	if err := errors.Join(onOff("sandbox", c.sandbox), onOff("diffs", c.diffs)); err != nil {
 		return err
 	}
@@ -438,12 +457,16 @@ func (c *config) validate() error {
 			return fmt.Errorf("--sandbox-read needs an absolute path, got %q", p)
 		}
 	}
+	return nil
+}
+
+func (c *config) validateLog() error {
 	switch c.logLevel {
 	case "", "debug", "info", "warn", "error":
+		return nil
 	default:
 		return fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
-	return c.docker.validate(c.executorKind())
 }
 
 // validateModel checks the flags about the model: --model-timeout,

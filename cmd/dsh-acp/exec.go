@@ -424,45 +424,64 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 	}
 	switch {
 	case u.AgentMessageChunk != nil:
-		if p.inThought {
-			p.newline()
-			p.inThought = false
-		}
-		if t := u.AgentMessageChunk.Content.Text; t != nil {
-			p.write(t.Text)
-		}
+		p.message(u.AgentMessageChunk)
 	case u.AgentThoughtChunk != nil:
-		if t := u.AgentThoughtChunk.Content.Text; t != nil && p.thoughts {
-			if !p.inThought {
-				p.newline()
-				p.inThought = true
-			}
-			p.write(p.style(ansiDim, t.Text))
-		}
+		p.thought(u.AgentThoughtChunk)
 	case u.ToolCall != nil:
-		p.inThought = false
-		p.newline()
-		line := "$ " + u.ToolCall.Title
-		if u.ToolCall.Kind != acpsdk.ToolKindExecute {
-			line = "• " + u.ToolCall.Title
-		} else {
-			p.commands++
-			if p.execute == nil {
-				p.execute = map[acpsdk.ToolCallId]bool{}
-			}
-			p.execute[u.ToolCall.ToolCallId] = true
-		}
-		p.write(p.style(ansiBold, line) + "\n")
-		if u.ToolCall.Kind == acpsdk.ToolKindRead && u.ToolCall.Status == acpsdk.ToolCallStatusCompleted {
-			// Done when shown (the instruction files read): what it read.
-			p.readList(u.ToolCall.Content)
-		}
+		p.toolCall(u.ToolCall)
 	case u.ToolCallUpdate != nil:
 		p.toolUpdate(u.ToolCallUpdate)
 	case u.Plan != nil:
 		p.plan(u.Plan.Entries)
 	}
 	return nil
+}
+
+// message prints a chunk of the model's answer, on a line of its own after
+// a thought. p.mu is held.
+func (p *printer) message(c *acpsdk.SessionUpdateAgentMessageChunk) {
+	if p.inThought {
+		p.newline()
+		p.inThought = false
+	}
+	if t := c.Content.Text; t != nil {
+		p.write(t.Text)
+	}
+}
+
+// thought prints a chunk of the model's thinking, dimmed, when thoughts
+// are shown. p.mu is held.
+func (p *printer) thought(c *acpsdk.SessionUpdateAgentThoughtChunk) {
+	if t := c.Content.Text; t != nil && p.thoughts {
+		if !p.inThought {
+			p.newline()
+			p.inThought = true
+		}
+		p.write(p.style(ansiDim, t.Text))
+	}
+}
+
+// toolCall prints a tool call's title: "$ command" for a command (counted,
+// and remembered for its updates), "• title" for another tool. p.mu is
+// held.
+func (p *printer) toolCall(tc *acpsdk.SessionUpdateToolCall) {
+	p.inThought = false
+	p.newline()
+	line := "$ " + tc.Title
+	if tc.Kind != acpsdk.ToolKindExecute {
+		line = "• " + tc.Title
+	} else {
+		p.commands++
+		if p.execute == nil {
+			p.execute = map[acpsdk.ToolCallId]bool{}
+		}
+		p.execute[tc.ToolCallId] = true
+	}
+	p.write(p.style(ansiBold, line) + "\n")
+	if tc.Kind == acpsdk.ToolKindRead && tc.Status == acpsdk.ToolCallStatusCompleted {
+		// Done when shown (the instruction files read): what it read.
+		p.readList(tc.Content)
+	}
 }
 
 // readList prints the lines of a finished read call's text, indented.

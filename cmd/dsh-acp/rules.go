@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/dsh-acp/dsh-acp/permission/project"
 )
@@ -36,14 +35,8 @@ func runRules(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	if err == nil {
 		n, err = rulesArgs(rest)
 	}
-	var help *helpError
-	switch {
-	case errors.As(err, &help):
-		fmt.Fprint(stdout, help.text)
-		return 0
-	case err != nil:
-		fmt.Fprintf(stderr, "dsh-acp rules: %v\nRun 'dsh-acp rules --help' for usage.\n", err)
-		return 2
+	if code, done := settle(cfg, err, "dsh-acp rules", stdout, stderr); done {
+		return code
 	}
 	dir, err := cfg.storeDir()
 	if err == nil {
@@ -83,16 +76,11 @@ func printRules(w io.Writer, r *project.Rules) error {
 	if err != nil {
 		return err
 	}
-	if len(rules) == 0 {
-		_, err := fmt.Fprintf(w, "no project rules (in %s)\n", r.Path())
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "N\tCOMMAND\tPROJECT")
+	rows := make([][]string, len(rules))
 	for i, rule := range rules {
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", i+1, rule.Key, rule.Project)
+		rows[i] = []string{strconv.Itoa(i + 1), rule.Key, rule.Project}
 	}
-	return tw.Flush()
+	return printTable(w, fmt.Sprintf("no project rules (in %s)", r.Path()), []string{"N", "COMMAND", "PROJECT"}, rows)
 }
 
 func removeRule(w io.Writer, r *project.Rules, n int) error {

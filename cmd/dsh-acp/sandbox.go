@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"sync"
 
 	"go.uber.org/zap"
 
-	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
@@ -23,8 +21,6 @@ type sandboxSetup struct {
 	confiner *sandbox.Confiner
 	// offered: sessions may be in the Auto in sandbox mode.
 	offered bool
-	// all: every command is confined (the test switch).
-	all bool
 }
 
 // setupSandbox probes the kernel (once, logged) unless the sandbox is off,
@@ -33,11 +29,7 @@ type sandboxSetup struct {
 // ever runs unconfined that was meant to be confined. deny is what is the
 // agent's and no command may read.
 func setupSandbox(cfg *config, log *zap.Logger, deny []string) (sandboxSetup, error) {
-	getenv := cfg.getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	all := getenv(testExecutorEnv) == "sandbox"
+	all := testSwitchSandbox(cfg)
 	wanted := cfg.sandbox == "on" || cfg.defaultMode == "sandbox" || all
 	if cfg.sandbox == "off" && !all {
 		log.Info("sandbox off (--sandbox off)")
@@ -77,80 +69,31 @@ func setupSandbox(cfg *config, log *zap.Logger, deny []string) (sandboxSetup, er
 	if !l.Namespaces() {
 		log.Warn("sandbox without a PID namespace: a command's setsid daemons can outlive it")
 	}
-	return sandboxSetup{confiner: c, offered: cfg.sandbox != "off", all: all}, nil
+	return sandboxSetup{confiner: c, offered: cfg.sandbox != "off"}, nil
 }
 
-// lazySandbox is the sandbox set up when first needed: the probe re-runs
-// the binary in new namespaces (milliseconds), which the editor's
-// initialize answer should not wait for. What needs its outcome — the modes
-// the first session is offered, a confined command — sets it up then. Where
-// the sandbox was asked for, the setup runs before serving (startSandbox)
-// so that dsh-acp can refuse to start.
-type lazySandbox struct {
-	// confineAll: the test switch confines every command (decided before
-	// serving).
-	confineAll bool
-
-	// once runs the setup; setup is valid after it.
-	once  sync.Once
-	run   func() sandboxSetup
-	setup sandboxSetup
+// testSwitchSandbox reports whether the test switch confines every
+// command (DSH_TEST_EXECUTOR=sandbox).
+func testSwitchSandbox(cfg *config) bool {
+	return cfg.getenv != nil && cfg.getenv(testExecutorEnv) == "sandbox"
 }
-
-var _ executor.Confiner = (*lazySandbox)(nil)
 
 // startSandbox sets up the sandbox: at once when it was asked for (an
-// error refuses the start) or is off, in the background otherwise.
-func startSandbox(cfg *config, log *zap.Logger, deny []string) (*lazySandbox, error) {
-	all := cfg.getenv != nil && cfg.getenv(testExecutorEnv) == "sandbox"
-	l := &lazySandbox{confineAll: all}
-	if cfg.sandbox != "" || cfg.defaultMode == "sandbox" || all {
-		var err error
-		l.once.Do(func() { l.setup, err = setupSandbox(cfg, log, deny) })
-		return l, err
+// error refuses the start) or is off, when first needed otherwise (see
+// sandbox.Lazy).
+func startSandbox(cfg *config, log *zap.Logger, deny []string) (*sandbox.Lazy, error) {
+	if cfg.sandbox != "" || cfg.defaultMode == "sandbox" || testSwitchSandbox(cfg) {
+		sb, err := setupSandbox(cfg, log, deny)
+		return sandbox.Prepared(sb.confiner, sb.offered), err
 	}
-	l.run = func() sandboxSetup {
+	return sandbox.NewLazy(func() (*sandbox.Confiner, bool) {
 		sb, err := setupSandbox(cfg, log, deny)
 		if err != nil {
 			log.Warn("no sandbox: the Auto in sandbox mode is not offered", zap.Error(err))
-			return sandboxSetup{}
+			return nil, false
 		}
-		return sb
-	}
-	return l, nil
-}
-
-func (l *lazySandbox) wait() sandboxSetup {
-	l.once.Do(func() { l.setup = l.run() })
-	return l.setup
-}
-
-// offered reports whether sessions may be in the Auto in sandbox mode.
-func (l *lazySandbox) offered() bool { return l.wait().offered }
-
-// Start confines one command (executor.Confiner).
-func (l *lazySandbox) Start(c executor.Confinement) (executor.Process, error) {
-	sb := l.wait()
-	if sb.confiner == nil {
-		return nil, executor.ErrNoSandbox
-	}
-	return sb.confiner.Start(c)
-}
-
-// Release lets go of what was kept for a closed session (executor.Confiner).
-func (l *lazySandbox) Release(owner string) {
-	if sb := l.wait(); sb.confiner != nil {
-		sb.confiner.Release(owner)
-	}
-}
-
-// Close ends the sandbox (executor.Confiner); one never set up stays so.
-func (l *lazySandbox) Close() error {
-	l.once.Do(func() {})
-	if sb := l.setup; sb.confiner != nil {
-		return sb.confiner.Close()
-	}
-	return nil
+		return sb.confiner, sb.offered
+	}), nil
 }
 
 func whyWanted(cfg *config, all bool) string {

@@ -69,26 +69,48 @@ func hideSecrets() error {
 			// file as credentials; start as if it were not there.
 			return hideSecrets()
 		}
-		f := os.NewFile(uintptr(fd), "secrets")
-		defer f.Close()
-		b, err := io.ReadAll(f)
-		if err != nil {
-			return fmt.Errorf("read credentials from before re-exec: %w", err)
-		}
-		for _, kv := range strings.Split(string(b), "\x00") {
-			if name, ok := strings.CutPrefix(kv, withheldPrefix); ok {
-				droppedAtStart = append(droppedAtStart, name)
-			} else if name, value, ok := strings.Cut(kv, "="); ok {
-				os.Setenv(name, value)
-			}
-		}
+		return takeHandOver(fd)
+	}
+	keep, handed := sortEnviron(os.Environ(), keepEnvArgs(os.Args[1:]), modelKeyInUse(os.Getenv))
+	if len(handed) == 0 {
 		return nil
 	}
+	blob := strings.Join(handed, "\x00")
+	if len(blob) > maxHandOver {
+		// stderr, not stdout: stdout belongs to the protocol.
+		fmt.Fprintf(os.Stderr, "dsh-acp: warning: %d bytes of credential variables are too many to hand over; they stay readable in /proc/%d/environ\n", len(blob), os.Getpid())
+		return nil
+	}
+	reexecWith(keep, blob)
+	return nil
+}
 
-	keepNames := keepEnvArgs(os.Args[1:])
-	inUse := modelKeyInUse(os.Getenv)
-	var keep, handed []string
-	for _, kv := range os.Environ() {
+// takeHandOver reads what the process handed over before its re-exec on
+// the pipe fd: the variables it kept (set again, in the Go environment
+// only) and the names it withheld.
+func takeHandOver(fd int) error {
+	f := os.NewFile(uintptr(fd), "secrets")
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("read credentials from before re-exec: %w", err)
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if name, ok := strings.CutPrefix(kv, withheldPrefix); ok {
+			droppedAtStart = append(droppedAtStart, name)
+		} else if name, value, ok := strings.Cut(kv, "="); ok {
+			os.Setenv(name, value)
+		}
+	}
+	return nil
+}
+
+// sortEnviron splits environ into what stays in the environment block
+// (keep) and what is handed over: a credential the agent uses (the model
+// key in use, keepNames, neededByAgent) as NAME=VALUE, any other as
+// withheldPrefix+NAME.
+func sortEnviron(environ, keepNames []string, inUse string) (keep, handed []string) {
+	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
 		case !isCredential(name, value):
@@ -103,27 +125,25 @@ func hideSecrets() error {
 			handed = append(handed, withheldPrefix+name)
 		}
 	}
-	if len(handed) == 0 {
-		return nil
-	}
-	blob := strings.Join(handed, "\x00")
-	if len(blob) > maxHandOver {
-		// stderr, not stdout: stdout belongs to the protocol.
-		fmt.Fprintf(os.Stderr, "dsh-acp: warning: %d bytes of credential variables are too many to hand over; they stay readable in /proc/%d/environ\n", len(blob), os.Getpid())
-		return nil
-	}
+	return keep, handed
+}
+
+// reexecWith re-executes the binary with the environment keep, handing
+// blob over on a pipe; it returns only if that could not be done, and the
+// process then runs on as it is.
+func reexecWith(keep []string, blob string) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil // cannot re-execute: run on as we are
+		return // cannot re-execute: run on as we are
 	}
 	var p [2]int
 	if err := unix.Pipe(p[:]); err != nil { // no O_CLOEXEC: the read end must survive exec
-		return nil
+		return
 	}
 	if _, err := unix.Write(p[1], []byte(blob)); err != nil {
 		unix.Close(p[0])
 		unix.Close(p[1])
-		return nil
+		return
 	}
 	unix.Close(p[1])
 	keep = append(keep, secretsFDEnv+"="+strconv.Itoa(p[0]))
@@ -131,7 +151,6 @@ func hideSecrets() error {
 		// The process is unchanged: run on as we are.
 		unix.Close(p[0])
 	}
-	return nil
 }
 
 // modelKeyInUse names the model key variable the configuration reads: the

@@ -41,14 +41,8 @@ func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err == nil {
 		err = checkSessionsArgs(rest)
 	}
-	var help *helpError
-	switch {
-	case errors.As(err, &help):
-		fmt.Fprint(stdout, help.text)
-		return 0
-	case err != nil:
-		fmt.Fprintf(stderr, "dsh-acp sessions: %v\nRun 'dsh-acp sessions --help' for usage.\n", err)
-		return 2
+	if code, done := settle(cfg, err, "dsh-acp sessions", stdout, stderr); done {
+		return code
 	}
 	if cfg.cwd != "" {
 		if cfg.cwd, err = filepath.Abs(cfg.cwd); err != nil {
@@ -217,18 +211,28 @@ func printSessions(w io.Writer, st *store.Store, cwd string) error {
 	if err != nil {
 		return err
 	}
-	if len(infos) == 0 {
-		_, err := fmt.Fprintf(w, "no stored sessions in %s\n", st.Dir())
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tCWD")
-	for _, s := range infos {
+	rows := make([][]string, len(infos))
+	for i, s := range infos {
 		title := s.Title
 		if title == "" {
 			title = "(untitled)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Updated.Local().Format(time.DateTime), title, s.Cwd)
+		rows[i] = []string{s.ID, s.Updated.Local().Format(time.DateTime), title, s.Cwd}
+	}
+	return printTable(w, "no stored sessions in "+st.Dir(), []string{"ID", "UPDATED", "TITLE", "CWD"}, rows)
+}
+
+// printTable prints rows under header in aligned columns, or the line
+// empty when there is no row.
+func printTable(w io.Writer, empty string, header []string, rows [][]string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, empty)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }

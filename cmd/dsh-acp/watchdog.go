@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -28,22 +27,14 @@ const watchdogMode = "__dsh-acp-watchdog"
 // another keeps both marks.
 const markerPrefix = "DSH_ACP_RUN_"
 
-// guard is the running program's watchdog; nil when there is none (tests
-// that build the app in-process, or no executable to re-run). It starts
-// when the first process group is registered: an agent that never runs a
-// command runs no second process, and the editor's initialize answer never
-// waits for one to exec.
+// guard is the running program's watchdog (started when the first
+// process group is registered: see watchdog.Lazy) and the marker of its
+// commands; nil when there is none (tests that build the app in-process,
+// or no executable to re-run).
 type guard struct {
+	*watchdog.Lazy
 	marker string        // "NAME=1", added to every command's environment
 	grace  time.Duration // the executor's kill grace, also the watchdog's
-	tmp    string        // where the agent's temporary directories are (agentdir)
-	exe    string
-	log    *zap.Logger
-
-	// once starts the watchdog; client is set by it, nil if it could not
-	// start.
-	once   sync.Once
-	client *watchdog.Client
 }
 
 var _ executor.Watcher = (*guard)(nil)
@@ -56,45 +47,13 @@ func newGuard(log *zap.Logger, grace time.Duration, tmp string) *guard {
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	return &guard{marker: markerPrefix + hex.EncodeToString(b) + "=1", grace: grace, tmp: tmp, exe: exe, log: log}
-}
-
-// started starts the watchdog once and returns it (nil if it could not
-// start). Without one the agent still works; commands may then outlive a
-// killed agent.
-func (g *guard) started() *watchdog.Client {
-	g.once.Do(func() {
-		args := []string{"dsh-acp", watchdogMode, "-grace", g.grace.String(), "-marker", g.marker}
-		if self, err := agentdir.Self(); err == nil {
-			args = append(args, "-agent", self.String(), "-tmpdir", g.tmp)
-		}
-		c, err := watchdog.Start(watchdog.Options{
-			Path:   g.exe,
-			Args:   args,
-			Logger: g.log.Named("watchdog"),
-		})
-		if err != nil {
-			g.log.Warn("no watchdog: commands may outlive the agent if it is killed", zap.Error(err))
-			return
-		}
-		g.log.Debug("watchdog started", zap.Int("pid", c.Pid()))
-		g.client = c
-	})
-	return g.client
-}
-
-// Started registers session sid with the watchdog (executor.Watcher).
-func (g *guard) Started(sid int) {
-	if c := g.started(); c != nil {
-		c.Started(sid)
+	marker := markerPrefix + hex.EncodeToString(b) + "=1"
+	args := []string{"dsh-acp", watchdogMode, "-grace", grace.String(), "-marker", marker}
+	if self, err := agentdir.Self(); err == nil {
+		args = append(args, "-agent", self.String(), "-tmpdir", tmp)
 	}
-}
-
-// Ended tells the watchdog session sid's group is gone (executor.Watcher).
-func (g *guard) Ended(sid int) {
-	if c := g.started(); c != nil {
-		c.Ended(sid)
-	}
+	dog := watchdog.NewLazy(watchdog.Options{Path: exe, Args: args, Logger: log.Named("watchdog")})
+	return &guard{Lazy: dog, marker: marker, grace: grace}
 }
 
 func (g *guard) watcher() executor.Watcher {
@@ -115,13 +74,8 @@ func (g *guard) close() error {
 	if g == nil {
 		return nil
 	}
-	// Nothing registers after this; a watchdog never started stays so.
-	g.once.Do(func() {})
-	if g.client == nil {
-		return nil
-	}
 	// The executor ended everything already; the watchdog only checks.
-	return g.client.Close(g.grace + 2*time.Second)
+	return g.Close(g.grace + 2*time.Second)
 }
 
 // runWatchdog is the hidden mode. Signals that would end the agent's

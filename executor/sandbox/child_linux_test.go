@@ -1,11 +1,16 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // child is the test binary run by a confined command (testutil.ChildEnv):
@@ -17,6 +22,9 @@ func child(mode string) int {
 	}
 	if mode == "sockets" {
 		return sockets()
+	}
+	if mode == "stopped-zygote" && len(os.Args) >= 4 {
+		return stoppedZygote(os.Args[2], os.Args[3] == "namespaces")
 	}
 	if mode != "dial" || len(os.Args) < 3 {
 		return 2
@@ -88,5 +96,40 @@ func sockets() int {
 	// io_uring_setup(2, NULL): EFAULT when allowed, EPERM when filtered.
 	_, _, errno := syscall.Syscall(425, 2, 0, 0)
 	fmt.Printf("io_uring_setup: %v\n", errno == syscall.EPERM)
+	return 0
+}
+
+// stoppedZygote starts a zygote confined to workdir, runs a command in it,
+// stops the zygote, prints "ZYGOTE COMMAND" (their pids) and waits for
+// stdin to end: the test then kills this process.
+func stoppedZygote(workdir string, ns bool) int {
+	l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Availability: sandbox.Probe(nil), NoNamespaces: !ns})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	z, err := l.Zygote(sandbox.Policy{Workdir: workdir, TempDir: workdir, Shell: bashPath()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	pr, err := z.Start("exec sleep 1000", nil, os.Stderr, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pr.Pid()) + "/stat")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fields := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+2:]))
+	zygote, _ := strconv.Atoi(fields[1])
+	if err := syscall.Kill(zygote, syscall.SIGSTOP); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(zygote, pr.Pid())
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
 }

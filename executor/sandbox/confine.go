@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -63,10 +62,9 @@ type Confiner struct {
 
 	// mu guards the fields below.
 	mu      sync.Mutex
-	root    string                 // parent of the session dirs, made on first need
-	dirs    map[string]*SessionDir // owner → its temporary directory
-	zygotes map[string]keeper      // owner and policy → its zygote (Linux)
-	retired int                    // zygotes retired so far: their keys
+	root    string                   // parent of the session dirs, made on first need
+	dirs    map[string]*SessionDir   // owner → its temporary directory
+	zygotes map[string]*ownerZygotes // owner → its zygotes (Linux)
 	closed  bool
 }
 
@@ -77,7 +75,7 @@ func NewConfiner(opts ConfinerOptions) (*Confiner, error) {
 	if opts.Launcher == nil {
 		return nil, errors.New("new confiner: no launcher")
 	}
-	return &Confiner{opts: opts, dirs: map[string]*SessionDir{}, zygotes: map[string]keeper{}}, nil
+	return &Confiner{opts: opts, dirs: map[string]*SessionDir{}, zygotes: map[string]*ownerZygotes{}}, nil
 }
 
 // TempDir returns owner's temporary directory, creating it on first need.
@@ -153,25 +151,16 @@ func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
 	return c.start(x.Spec.Owner, p, x.Spec.Workdir, x.Spec.Command, commandEnv(x.Env, tmp), x.Stdout, x.Stderr)
 }
 
-// keeper is what the Confiner keeps for a session's commands beyond its
-// temporary directory: on Linux its zygote.
-type keeper interface{ Close() error }
-
 // Release removes owner's temporary directory (the session closed).
 func (c *Confiner) Release(owner string) {
 	c.mu.Lock()
 	d := c.dirs[owner]
 	delete(c.dirs, owner)
-	var zs []keeper
-	for k, z := range c.zygotes {
-		if strings.HasPrefix(k, owner+"\x00") {
-			zs = append(zs, z)
-			delete(c.zygotes, k)
-		}
-	}
+	zs := c.zygotes[owner]
+	delete(c.zygotes, owner)
 	c.mu.Unlock()
-	for _, z := range zs {
-		_ = z.Close()
+	if zs != nil {
+		_ = zs.close()
 	}
 	if d != nil {
 		_ = d.Remove()
@@ -185,12 +174,12 @@ func (c *Confiner) Close() error {
 	dirs := c.dirs
 	c.dirs = map[string]*SessionDir{}
 	zs := c.zygotes
-	c.zygotes = map[string]keeper{}
+	c.zygotes = map[string]*ownerZygotes{}
 	root := c.root
 	c.mu.Unlock()
 	var errs []error
 	for _, z := range zs {
-		errs = append(errs, z.Close())
+		errs = append(errs, z.close())
 	}
 	for _, d := range dirs {
 		errs = append(errs, d.Remove())

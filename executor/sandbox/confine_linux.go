@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -14,6 +13,55 @@ import (
 // maxZygotes bounds the zygotes kept for one session (see newZygote).
 const maxZygotes = 4
 
+// ownerZygotes are one session's zygotes. The Confiner's mu guards them.
+type ownerZygotes struct {
+	// live holds the zygote serving each policy, keyed by the policy's
+	// JSON (a Policy holds slices, so it cannot be a key itself).
+	live map[string]*Zygote
+	// retired take no new command: each ends with its last one, and is
+	// kept here for Release and Close to find meanwhile.
+	retired []*Zygote
+}
+
+// retire takes the zygote of policy out of service.
+func (o *ownerZygotes) retire(policy string) {
+	z := o.live[policy]
+	delete(o.live, policy)
+	z.retire()
+	o.retired = append(o.retired, z)
+}
+
+// pruneEnded drops the retired zygotes that have exited (reaped already:
+// see Zygote.read).
+func (o *ownerZygotes) pruneEnded() {
+	o.retired = slices.DeleteFunc(o.retired, (*Zygote).ended)
+}
+
+// leastUsed is the policy of the live zygote whose last command is the
+// oldest.
+func (o *ownerZygotes) leastUsed() string {
+	var lru string
+	var lruZ *Zygote
+	for k, z := range o.live {
+		if lruZ == nil || z.used.Load() < lruZ.used.Load() {
+			lru, lruZ = k, z
+		}
+	}
+	return lru
+}
+
+// close ends every zygote of the session.
+func (o *ownerZygotes) close() error {
+	var errs []error
+	for _, z := range o.live {
+		errs = append(errs, z.Close())
+	}
+	for _, z := range o.retired {
+		errs = append(errs, z.Close())
+	}
+	return errors.Join(errs...)
+}
+
 // start runs the command in owner's zygote for p, starting one if there is
 // none (or the last one died).
 func (c *Confiner) start(owner string, p Policy, dir, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
@@ -21,14 +69,17 @@ func (c *Confiner) start(owner string, p Policy, dir, command string, env []stri
 	if err != nil {
 		return nil, err
 	}
-	key := owner + "\x00" + string(b)
+	policy := string(b)
 	var last error
 	for range 2 {
 		c.mu.Lock()
-		z, _ := c.zygotes[key].(*Zygote)
+		var z *Zygote
+		if o := c.zygotes[owner]; o != nil {
+			z = o.live[policy]
+		}
 		c.mu.Unlock()
 		if z == nil || !z.usable() {
-			if z, err = c.newZygote(key, p, z); err != nil {
+			if z, err = c.newZygote(owner, policy, p, z); err != nil {
 				return nil, err
 			}
 		}
@@ -46,59 +97,38 @@ func (c *Confiner) start(owner string, p Policy, dir, command string, env []stri
 	return nil, last
 }
 
-// newZygote replaces old (nil, dead or stale) as key's zygote, unless
-// another command already did. The old one is retired: it ends with its
-// last command, and stays in the map (under a key of its own) for Release
-// and Close to find meanwhile.
-func (c *Confiner) newZygote(key string, p Policy, old *Zygote) (*Zygote, error) {
+// newZygote replaces old (nil, dead or stale) as owner's zygote for
+// policy (p as JSON), unless another command already did. The old one is
+// retired: it ends with its last command.
+func (c *Confiner) newZygote(owner, policy string, p Policy, old *Zygote) (*Zygote, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errors.New("confiner closed")
 	}
+	o := c.zygotes[owner]
+	if o == nil {
+		o = &ownerZygotes{live: map[string]*Zygote{}}
+		c.zygotes[owner] = o
+	}
 	// Another command may have replaced old already; or old may be gone
 	// from the map (retired as the least recently used, or released),
 	// and then there is nothing to retire and a new one is made.
-	cur, _ := c.zygotes[key].(*Zygote)
+	cur := o.live[policy]
 	if cur != nil && cur != old {
 		return cur, nil
 	}
-	for k, v := range c.zygotes {
-		if z, ok := v.(*Zygote); ok && z.ended() && strings.Contains(k, "\x00retired\x00") {
-			delete(c.zygotes, k) // reaped already (see Zygote.read)
-		}
-	}
-	retire := func(k string, z *Zygote) {
-		z.retire()
-		c.retired++
-		delete(c.zygotes, k)
-		c.zygotes[key+"\x00retired\x00"+strconv.Itoa(c.retired)] = z
+	for _, other := range c.zygotes {
+		other.pruneEnded()
 	}
 	if cur != nil {
-		retire(key, cur)
+		o.retire(policy)
 	}
 	// A session whose commands use many workdirs (one policy each) keeps
 	// only its most recently used zygotes: each is a process (and with
 	// namespaces a set of them), 1.7 MiB of its own.
-	owner, _, _ := strings.Cut(key, "\x00")
-	for {
-		var lru string
-		var lruZ *Zygote
-		live := 0
-		for k, v := range c.zygotes {
-			z, ok := v.(*Zygote)
-			if !ok || !strings.HasPrefix(k, owner+"\x00") || strings.Contains(k, "\x00retired\x00") {
-				continue
-			}
-			live++
-			if lruZ == nil || z.used.Load() < lruZ.used.Load() {
-				lru, lruZ = k, z
-			}
-		}
-		if live < maxZygotes {
-			break
-		}
-		retire(lru, lruZ)
+	for len(o.live) >= maxZygotes {
+		o.retire(o.leastUsed())
 	}
 	// Started under the lock: concurrent first commands of a session get
 	// one zygote, not one each. Starting costs one fork and exec.
@@ -106,6 +136,6 @@ func (c *Confiner) newZygote(key string, p Policy, old *Zygote) (*Zygote, error)
 	if err != nil {
 		return nil, err
 	}
-	c.zygotes[key] = z
+	o.live[policy] = z
 	return z, nil
 }

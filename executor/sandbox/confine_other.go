@@ -8,6 +8,12 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 )
 
+// ownerZygotes are one session's zygotes: none here (no zygote outside
+// Linux).
+type ownerZygotes struct{}
+
+func (*ownerZygotes) close() error { return nil }
+
 // start runs the command under the platform's wrapper (sandbox-exec).
 func (c *Confiner) start(_ string, p Policy, dir, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
 	cmd, err := c.opts.Launcher.Command(command, p, env)

@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"encoding/json"
-	"strings"
+	"os"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor"
 )
 
 // SetStartTimeout shortens how long a start waits for its zygote's answer;
@@ -21,19 +23,35 @@ func SetStartTimeout(d time.Duration) (restore func()) {
 // the one it had.
 func ReplaceReleased(c *Confiner, owner string) (*Zygote, error) {
 	c.mu.Lock()
-	var key string
+	var policy string
 	var old *Zygote
-	for k, v := range c.zygotes {
-		if strings.HasPrefix(k, owner+"\x00") && !strings.Contains(k, "\x00retired\x00") {
-			key, old = k, v.(*Zygote)
+	if o := c.zygotes[owner]; o != nil {
+		for k, z := range o.live {
+			policy, old = k, z
 		}
 	}
 	c.mu.Unlock()
 	c.Release(owner)
 	var p Policy
-	_, js, _ := strings.Cut(key, "\x00")
-	if err := json.Unmarshal([]byte(js), &p); err != nil {
+	if err := json.Unmarshal([]byte(policy), &p); err != nil {
 		return nil, err
 	}
-	return c.newZygote(key, p, old)
+	return c.newZygote(owner, policy, p, old)
+}
+
+// Zygotes counts owner's zygotes: those serving a policy, and those
+// retired (ending with their last command) not yet seen to have ended.
+func Zygotes(c *Confiner, owner string) (live, retired int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.zygotes[owner]
+	if o == nil {
+		return 0, 0
+	}
+	return len(o.live), len(o.retired)
+}
+
+// Start is StartIn in the policy's Workdir.
+func (z *Zygote) Start(command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
+	return z.StartIn("", command, env, stdout, stderr)
 }

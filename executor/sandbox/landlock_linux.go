@@ -189,34 +189,50 @@ type ruleSet struct {
 // it. An explicit root (top=true) strictly inside a denied path re-opens
 // that subtree; one equal to a denied path stays denied.
 func (r *ruleSet) grant(root string, deny []string, write, top bool) {
-	var below bool
-	for _, d := range deny {
-		switch {
-		case root == d:
-			return
-		case within(root, d) && !top:
-			return
-		case within(d, root):
-			below = true
-		}
+	denied, below := deniedAt(root, deny, top)
+	if denied {
+		return
 	}
 	fi, err := os.Stat(root)
 	if err != nil {
 		return // missing: nothing to grant
 	}
-	if !below {
-		switch {
-		case fi.IsDir() && write:
-			r.rwDirs = append(r.rwDirs, root)
-		case fi.IsDir():
-			r.roDirs = append(r.roDirs, root)
-		case write:
-			r.rwFiles = append(r.rwFiles, root)
-		default:
-			r.roFiles = append(r.roFiles, root)
-		}
+	if below {
+		r.descend(root, deny, write)
 		return
 	}
+	switch {
+	case fi.IsDir() && write:
+		r.rwDirs = append(r.rwDirs, root)
+	case fi.IsDir():
+		r.roDirs = append(r.roDirs, root)
+	case write:
+		r.rwFiles = append(r.rwFiles, root)
+	default:
+		r.roFiles = append(r.roFiles, root)
+	}
+}
+
+// deniedAt reports whether root is denied itself (it is a denied path, or
+// lies inside one without being an explicit root), and whether a denied
+// path lies beneath it.
+func deniedAt(root string, deny []string, top bool) (denied, below bool) {
+	for _, d := range deny {
+		switch {
+		case root == d:
+			return true, below
+		case within(root, d) && !top:
+			return true, below
+		case within(d, root):
+			below = true
+		}
+	}
+	return false, below
+}
+
+// descend grants root's entries one by one, around the denied paths
+// beneath it; root itself gets only dirOnly (see rules).
+func (r *ruleSet) descend(root string, deny []string, write bool) {
 	key := fmt.Sprint(write, root)
 	if r.listed[key] {
 		return
@@ -384,25 +400,14 @@ func hideFile(path, blank string) error {
 // back at its place. With makeBlank it also leaves the blank file there
 // and returns its path.
 func hideDir(dir string, keep []string, makeBlank bool) (blank string, err error) {
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			_ = unix.Close(fd)
-		}
-	}()
-	var kept []string
-	for _, k := range keep {
-		fd, err := unix.Open(k, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue // gone: nothing to keep
-		}
-		fds = append(fds, fd)
-		kept = append(kept, k)
-	}
+	// Opened before the tmpfs covers them: afterwards their paths name
+	// the tmpfs.
+	held := holdAll(keep)
+	defer held.close()
 	// Without anything to keep nobody may even enter it; with, the way to
 	// what is kept must be walkable (and shows only its names).
 	mode := os.FileMode(0)
-	if len(kept) > 0 {
+	if len(held) > 0 {
 		mode = 0o711
 	}
 	// Made 0700 for the zygote to fill (it may have no capability to
@@ -411,33 +416,14 @@ func hideDir(dir string, keep []string, makeBlank bool) (blank string, err error
 	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "size=64k,mode=700"); err != nil {
 		return "", fmt.Errorf("hide %s: %w", dir, err)
 	}
-	for i, k := range kept {
-		var st unix.Stat_t
-		if err := unix.Fstat(fds[i], &st); err != nil {
-			return "", fmt.Errorf("keep %s: %w", k, err)
-		}
-		if err := os.MkdirAll(filepath.Dir(k), 0o711); err != nil {
-			return "", fmt.Errorf("keep %s: %w", k, err)
-		}
-		var err error
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			err = os.Mkdir(k, 0o700)
-		} else {
-			err = os.WriteFile(k, nil, 0o600)
-		}
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("keep %s: %w", k, err)
-		}
-		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(fds[i]), k, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return "", fmt.Errorf("keep %s: %w", k, err)
+	for _, h := range held {
+		if err := h.bindBack(); err != nil {
+			return "", err
 		}
 	}
 	if makeBlank {
 		blank = filepath.Join(dir, blankName)
-		if err := os.WriteFile(blank, nil, 0); err != nil {
-			return "", fmt.Errorf("hide %s: %w", dir, err)
-		}
-		if err := os.Chmod(blank, 0); err != nil {
+		if err := writeBlank(blank); err != nil {
 			return "", fmt.Errorf("hide %s: %w", dir, err)
 		}
 	}
@@ -450,6 +436,67 @@ func hideDir(dir string, keep []string, makeBlank bool) (blank string, err error
 	return blank, nil
 }
 
+// heldPath is a path kept inside a hidden directory, held by an O_PATH
+// descriptor opened before the directory was covered.
+type heldPath struct {
+	path string
+	fd   int
+}
+
+type heldPaths []heldPath
+
+// holdAll opens each path of keep that exists.
+func holdAll(keep []string) heldPaths {
+	var held heldPaths
+	for _, k := range keep {
+		fd, err := unix.Open(k, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone: nothing to keep
+		}
+		held = append(held, heldPath{path: k, fd: fd})
+	}
+	return held
+}
+
+func (hs heldPaths) close() {
+	for _, h := range hs {
+		_ = unix.Close(h.fd)
+	}
+}
+
+// bindBack makes h's path again inside the tmpfs now covering it (a
+// directory or an empty file, as it was) and binds what it held there.
+func (h heldPath) bindBack() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(h.fd, &st); err != nil {
+		return fmt.Errorf("keep %s: %w", h.path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(h.path), 0o711); err != nil {
+		return fmt.Errorf("keep %s: %w", h.path, err)
+	}
+	var err error
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		err = os.Mkdir(h.path, 0o700)
+	} else {
+		err = os.WriteFile(h.path, nil, 0o600)
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("keep %s: %w", h.path, err)
+	}
+	if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(h.fd), h.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("keep %s: %w", h.path, err)
+	}
+	return nil
+}
+
+// writeBlank makes the blank file (see blankName): empty, mode 000.
+func writeBlank(path string) error {
+	if err := os.WriteFile(path, nil, 0); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0)
+}
+
 // readOnlyMounts makes p's read-only trees (Policy.ReadOnly) read-only
 // mounts, but for the policy's write trees inside them (bound back
 // writable). A write there then fails as on any read-only file system
@@ -457,17 +504,7 @@ func hideDir(dir string, keep []string, makeBlank bool) (blank string, err error
 // denied" stands, and the metadata of the user's own files outside the
 // write trees stays changeable (see README).
 func readOnlyMounts(p Policy) error {
-	trees := p.ReadOnly
-	if trees == nil {
-		trees = SystemTrees
-	}
-	var ro []string
-	for _, t := range resolveAll(trees) {
-		if fi, err := os.Stat(t); err != nil || !fi.IsDir() || slices.Contains(ro, t) {
-			continue
-		}
-		ro = append(ro, t)
-	}
+	ro := readOnlyTrees(p)
 	for _, t := range ro {
 		if err := unix.Mount(t, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind %s: %w", t, err)
@@ -477,10 +514,7 @@ func readOnlyMounts(p Policy) error {
 		}
 	}
 	for _, w := range resolveAll(append([]string{p.Workdir, p.TempDir}, p.Write...)) {
-		inside := false
-		for _, t := range ro {
-			inside = inside || w == t || within(w, t)
-		}
+		inside := slices.ContainsFunc(ro, func(t string) bool { return w == t || within(w, t) })
 		if _, err := os.Stat(w); err != nil || !inside {
 			continue
 		}
@@ -492,4 +526,21 @@ func readOnlyMounts(p Policy) error {
 		}
 	}
 	return nil
+}
+
+// readOnlyTrees are p's read-only trees (SystemTrees by default) that
+// exist and are directories, resolved, each once.
+func readOnlyTrees(p Policy) []string {
+	trees := p.ReadOnly
+	if trees == nil {
+		trees = SystemTrees
+	}
+	var ro []string
+	for _, t := range resolveAll(trees) {
+		if fi, err := os.Stat(t); err != nil || !fi.IsDir() || slices.Contains(ro, t) {
+			continue
+		}
+		ro = append(ro, t)
+	}
+	return ro
 }

@@ -315,6 +315,39 @@ func TestZygotesPerSession(t *testing.T) {
 	}
 }
 
+// The registry keeps each session's zygotes apart: one session using many
+// workdirs retires its own least recently used, never another's, and
+// releasing a session ends its zygotes, retired ones included, and leaves
+// the other's serving.
+func TestZygoteRegistryPerOwner(t *testing.T) {
+	m := modes(t)[0]
+	l := launcher(t, m)
+	c := newConfiner(t, l, sandbox.ConfinerOptions{})
+	keep := t.TempDir()
+	runConfined(t, c, executor.Spec{Command: "true", Workdir: keep, Owner: "b"})
+	for range 6 {
+		runConfined(t, c, executor.Spec{Command: "true", Workdir: t.TempDir(), Owner: "a"})
+	}
+	if live, retired := sandbox.Zygotes(c, "a"); live != 4 || live+retired > 6 {
+		t.Errorf("session a: %d live, %d retired zygotes; want 4 live", live, retired)
+	}
+	if live, retired := sandbox.Zygotes(c, "b"); live != 1 || retired != 0 {
+		t.Errorf("session b: %d live, %d retired zygotes; want 1 live", live, retired)
+	}
+	c.Release("a")
+	if live, retired := sandbox.Zygotes(c, "a"); live+retired != 0 {
+		t.Errorf("released session a still has %d live, %d retired zygotes", live, retired)
+	}
+	if out, ws := runConfined(t, c, executor.Spec{Command: "echo b", Workdir: keep, Owner: "b"}); ws.ExitStatus() != 0 || out != "b\n" {
+		t.Errorf("session b after a's release: %q %v", out, ws)
+	}
+	// (Its rules may have gone stale meanwhile, a's new workdirs being
+	// entries of a directory they descend: then it serves from a new one.)
+	if live, _ := sandbox.Zygotes(c, "b"); live != 1 {
+		t.Errorf("session b after a's release: %d live zygotes; want its one", live)
+	}
+}
+
 // A start whose zygote left the map between the start's look-up and its
 // replacement (Release, or a retirement as the least recently used, by a
 // concurrent command) gets a new zygote, not none.

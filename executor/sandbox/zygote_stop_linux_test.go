@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -85,6 +86,15 @@ func TestZygoteStartTimeout(t *testing.T) {
 	if got := ppid(t, pr2.Pid()); got == zygote {
 		t.Error("the command ran in the stopped zygote")
 	}
+	if !testutil.Gone(zygote) {
+		// The start found the zygote's rules stale (on a busy machine
+		// another process changed a directory they descend, /tmp) and
+		// retired it without asking it anything: a retired zygote ends
+		// with its last command, which a stopped one keeps until its
+		// Close. The timeout was not reached this time.
+		t.Log("the stopped zygote was retired as stale before its start could time out")
+		_ = syscall.Kill(zygote, syscall.SIGKILL)
+	}
 	if ws, err := pr.Wait(); err != nil || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the stopped zygote's command: %v %v", ws, err)
 	}
@@ -94,4 +104,45 @@ func TestZygoteStartTimeout(t *testing.T) {
 		t.Error(err)
 	}
 	testutil.WaitGone(t, ctx, zygote)
+}
+
+// A stopped zygote, which never sees its socket's EOF, still ends with the
+// agent when the agent is SIGKILLed (its parent-death signal).
+func TestStoppedZygoteEndsWithAgent(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testutil.Context(t)
+			cmd := testutil.Child(t, ctx, "stopped-zygote", t.TempDir(), m.name)
+			cmd.Stderr = os.Stderr
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var zygote, command int
+			_, scanErr := fmt.Fscan(out, &zygote, &command)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if scanErr != nil {
+				t.Fatalf("the agent's zygote: %v", scanErr)
+			}
+			// Without namespaces the command outlives its zygote (the
+			// watchdog is what ends it in the real agent).
+			defer func() { _ = syscall.Kill(-command, syscall.SIGKILL) }()
+			t.Cleanup(func() {
+				if t.Failed() {
+					_ = syscall.Kill(zygote, syscall.SIGKILL)
+				}
+			})
+			testutil.WaitGone(t, ctx, zygote)
+		})
+	}
 }
