@@ -176,49 +176,74 @@ func read(src string, f *syntax.File) reading {
 		note("substitution")
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.CallExpr:
-			c := command{}
-			for _, a := range n.Assigns {
-				c.assigns = append(c.assigns, slice(src, a))
-			}
-			for _, w := range n.Args {
-				c.words = append(c.words, newWord(src, w))
-			}
-			r.commands = append(r.commands, c)
-		case *syntax.Stmt:
-			if n.Coprocess || n.Disown {
-				note("coprocess")
-			}
-		case *syntax.Redirect:
-			if why := redirectRisk(src, n); why != "" {
-				note(why)
-			}
-		case *syntax.CmdSubst, *syntax.ProcSubst:
-			note("substitution")
-			return false
-		case *syntax.SglQuoted:
-			if n.Dollar && hasSubstitution(ansiC(n.Value)) {
-				note("substitution") // $'\x24(id)' spells one
-			}
-		case *syntax.ParamExp:
-			if n.Index != nil || n.Slice != nil {
-				note("arithmetic")
-			}
-		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
-			note("arithmetic")
-		case *syntax.FuncDecl:
-			note("function")
-		case *syntax.CoprocClause:
-			note("coprocess")
-		case *syntax.CaseClause:
-			note("case")
-		case *syntax.DeclClause:
-			note("declaration")
+		if c, ok := n.(*syntax.CallExpr); ok {
+			r.commands = append(r.commands, newCommand(src, c))
+			return true
 		}
-		return true
+		why, descend := nodeRisk(src, n)
+		if why != "" {
+			note(why)
+		}
+		return descend
 	})
 	return r
+}
+
+// newCommand is a simple command as read.
+func newCommand(src string, n *syntax.CallExpr) command {
+	c := command{}
+	for _, a := range n.Assigns {
+		c.assigns = append(c.assigns, slice(src, a))
+	}
+	for _, w := range n.Args {
+		c.words = append(c.words, newWord(src, w))
+	}
+	return c
+}
+
+// nodeRisk says why a node keeps allow rules from passing its line (""
+// when it does not); descend is false for a substitution, whose insides
+// the rules never see anyway.
+func nodeRisk(src string, n syntax.Node) (why string, descend bool) {
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		if n.Coprocess || n.Disown {
+			return "coprocess", true
+		}
+	case *syntax.Redirect:
+		return redirectRisk(src, n), true
+	case *syntax.CmdSubst, *syntax.ProcSubst:
+		return "substitution", false
+	case *syntax.SglQuoted:
+		if n.Dollar && hasSubstitution(ansiC(n.Value)) {
+			return "substitution", true // $'\x24(id)' spells one
+		}
+	case *syntax.ParamExp:
+		if n.Index != nil || n.Slice != nil {
+			return "arithmetic", true
+		}
+	default:
+		return kindRisk(n), true
+	}
+	return "", true
+}
+
+// kindRisk says why a node of a risky kind keeps allow rules from passing
+// its line, whatever it holds.
+func kindRisk(n syntax.Node) string {
+	switch n.(type) {
+	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
+		return "arithmetic"
+	case *syntax.FuncDecl:
+		return "function"
+	case *syntax.CoprocClause:
+		return "coprocess"
+	case *syntax.CaseClause:
+		return "case"
+	case *syntax.DeclClause:
+		return "declaration"
+	}
+	return ""
 }
 
 // redirectRisk says why a redirection keeps allow rules from passing its
@@ -303,8 +328,13 @@ func Split(command string) []string {
 		}
 		return nil
 	}
-	// Separators are the ; & | and newline characters outside words,
-	// redirection operators, comments and arithmetic.
+	return cutAtSeparators(command, protected(command, f))
+}
+
+// protected marks the bytes of command where ; & | and newline are not
+// separators: inside words, redirection operators, comments and
+// arithmetic.
+func protected(command string, f *syntax.File) []bool {
 	inside := make([]bool, len(command)+1)
 	protect := func(start, end int) {
 		for i := max(start, 0); i < min(end, len(command)); i++ {
@@ -323,6 +353,12 @@ func Split(command string) []string {
 		}
 		return true
 	})
+	return inside
+}
+
+// cutAtSeparators cuts command at the separators outside inside, joining
+// continued lines, and trims each part (trimGroup), dropping empty ones.
+func cutAtSeparators(command string, inside []bool) []string {
 	var parts []string
 	var cur strings.Builder
 	flush := func() {
