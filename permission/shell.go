@@ -20,7 +20,7 @@ func parse(src string) (*syntax.File, error) {
 
 // parseRecovering reads a line the way parse does, but fills in up to a few
 // missing tokens (a closing quote or parenthesis, a missing `done`), as an
-// editor completing a prompt would. Only deny matching and Key, which read
+// editor completing a prompt would. Only deny matching and Programs, which read
 // fragments, use it: what it returns is not what a shell would run.
 func parseRecovering(src string) (*syntax.File, error) {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(8)).Parse(strings.NewReader(src), "")
@@ -307,106 +307,6 @@ func braces(src string, w word, max int) ([]word, bool) {
 		}
 	}
 	return out, len(out) > 0
-}
-
-// Split cuts a shell line into its simple commands at unquoted ;, &, &&, ||,
-// | and newlines, trimming each and dropping empty ones. Quotes are
-// respected so `echo "a;b"` stays whole, redirections (2>&1, &>f, >|f) are
-// not cut, and a backslash-newline joins lines as in the shell. Leading "("
-// and "{ " and trailing ")" and " }" of groups are dropped, so
-// "(cd x && make)" yields "cd x" and "make". The checks do not use it: it
-// shows a line's parts as written. A line the parser cannot read, even
-// completing a missing token or two, is one part.
-func Split(command string) []string {
-	f, err := syntax.NewParser(syntax.KeepComments(true)).Parse(strings.NewReader(command), "")
-	if err != nil {
-		f, err = parseRecovering(command)
-	}
-	if err != nil {
-		if s := trimGroup(strings.ReplaceAll(command, "\\\n", "")); s != "" {
-			return []string{s}
-		}
-		return nil
-	}
-	return cutAtSeparators(command, protected(command, f))
-}
-
-// protected marks the bytes of command where ; & | and newline are not
-// separators: inside words, redirection operators, comments and
-// arithmetic.
-func protected(command string, f *syntax.File) []bool {
-	inside := make([]bool, len(command)+1)
-	protect := func(start, end int) {
-		for i := max(start, 0); i < min(end, len(command)); i++ {
-			inside[i] = true
-		}
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Word, *syntax.Comment, *syntax.ArithmCmd, *syntax.TestClause:
-			if start, end, ok := span(n); ok {
-				protect(start, end)
-			}
-		case *syntax.Redirect:
-			start := int(n.OpPos.Offset())
-			protect(start, start+len(n.Op.String()))
-		}
-		return true
-	})
-	return inside
-}
-
-// cutAtSeparators cuts command at the separators outside inside, joining
-// continued lines, and trims each part (trimGroup), dropping empty ones.
-func cutAtSeparators(command string, inside []bool) []string {
-	var parts []string
-	var cur strings.Builder
-	flush := func() {
-		if s := trimGroup(cur.String()); s != "" {
-			parts = append(parts, s)
-		}
-		cur.Reset()
-	}
-	for i := 0; i < len(command); i++ {
-		c := command[i]
-		switch {
-		case inside[i]:
-			cur.WriteByte(c)
-		case c == '\\' && i+1 < len(command) && command[i+1] == '\n':
-			i++ // line continuation
-		case c == ';' || c == '&' || c == '|' || c == '\n':
-			flush()
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	flush()
-	return parts
-}
-
-// trimGroup trims blanks and the grouping around a part: "(" and ")", and
-// "{" and "}" standing as words.
-func trimGroup(s string) string {
-	for {
-		s = strings.TrimSpace(s)
-		n := len(s)
-		switch {
-		case n == 0:
-			return s
-		case s[0] == '(':
-			s = s[1:]
-		case s[n-1] == ')' && !strings.HasSuffix(s, "\\)"):
-			s = s[:n-1]
-		case s == "{" || s == "}":
-			return ""
-		case s[0] == '{' && isBlank(rune(s[1])):
-			s = s[1:]
-		case s[n-1] == '}' && isBlank(rune(s[n-2])):
-			s = s[:n-1]
-		default:
-			return s
-		}
-	}
 }
 
 func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
