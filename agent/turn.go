@@ -23,9 +23,6 @@ type turn struct {
 	emit   func(Event)
 	record func(Message)
 	maxReq int
-	// byName are the loop's tools; the session's own are asked of
-	// in.Extra (lookup).
-	byName map[string]tools.Tool
 	system Message
 
 	// out is what the turn produced: add and keep append its Messages,
@@ -84,14 +81,10 @@ func (l *Loop) Run(ctx context.Context, in Turn) (Outcome, error) {
 
 // newTurn reads the system prompt (telling the editor of new instruction
 // files) and records the prompt.
-func (l *Loop) newTurn(ctx context.Context, in Turn, emit func(Event), log *zap.Logger) *turn {
-	t := &turn{l: l, ctx: ctx, in: in, log: log, emit: emit, maxReq: l.MaxRequests}
+func (l *Loop) newTurn(ctx context.Context, in Turn, emit func(Event), log *zap.Logger) turn {
+	t := turn{l: l, ctx: ctx, in: in, log: log, emit: emit, maxReq: l.MaxRequests}
 	if t.maxReq <= 0 {
 		t.maxReq = DefaultMaxRequests
-	}
-	t.byName = make(map[string]tools.Tool, len(l.Tools))
-	for _, tl := range l.Tools {
-		t.byName[tl.Name()] = tl
 	}
 	t.system = l.systemMessage(in, emit, log)
 	t.record = in.recorder()
@@ -288,11 +281,13 @@ func (t *turn) runCalls(resp Response) StopReason {
 	return ""
 }
 
-// lookup finds a tool the model may call: the loop's, else the session's
-// own.
+// lookup finds a tool the model may call: the loop's (the last of the
+// name, should two share it), else the session's own.
 func (t *turn) lookup(name string) (tools.Tool, bool) {
-	if tl, ok := t.byName[name]; ok {
-		return tl, true
+	for i := len(t.l.Tools) - 1; i >= 0; i-- {
+		if tl := t.l.Tools[i]; tl.Name() == name {
+			return tl, true
+		}
 	}
 	if t.in.Extra != nil {
 		return t.in.Extra.Lookup(name)
@@ -308,18 +303,18 @@ const abortedText = "Error: command aborted"
 // Every call gets an answer — the API requires it — even when the turn is
 // cancelled part-way.
 func (t *turn) calls(calls []ToolCall) ([]Message, bool) {
-	infos, prepared, known := t.prepare(calls)
+	prepared := t.prepare(calls)
 	msgs := make([]Message, 0, len(calls))
 	cancelled := false
-	for i, info := range infos {
-		p := prepared[i]
+	for i, pc := range prepared {
+		info, p := pc.info, pc.p
 		switch {
 		case i >= MaxCallsPerAnswer:
 			msgs = append(msgs, t.answer(info, p.Skipped(tooManyCallsText)))
 		case cancelled || t.ctx.Err() != nil:
 			cancelled = true
 			msgs = append(msgs, t.answer(info, p.Skipped(abortedText)))
-		case !known[i]:
+		case !pc.known:
 			msgs = append(msgs, t.answer(info, p.Skipped(fmt.Sprintf("Error: unknown tool %q", info.Name))))
 		default:
 			var m Message
@@ -330,25 +325,31 @@ func (t *turn) calls(calls []ToolCall) ([]Message, bool) {
 	return msgs, cancelled
 }
 
+// preparedCall is a tool call of the model's answer, ready to run.
+type preparedCall struct {
+	info CallInfo
+	p    tools.Prepared
+	// known is false for a tool of no such name.
+	known bool
+}
+
 // prepare reads each call's arguments once, for the description, the
-// subject and the run, and shows the editor the calls; known[i] is false
-// for a tool of no such name.
-func (t *turn) prepare(calls []ToolCall) (infos []CallInfo, prepared []tools.Prepared, known []bool) {
-	infos = make([]CallInfo, len(calls))
-	prepared = make([]tools.Prepared, len(calls))
-	known = make([]bool, len(calls))
+// subject and the run, and shows the editor the calls.
+func (t *turn) prepare(calls []ToolCall) []preparedCall {
+	out := make([]preparedCall, len(calls))
 	for i, c := range calls {
+		pc := &out[i]
 		var tl tools.Tool
-		tl, known[i] = t.lookup(c.Name)
-		if known[i] {
-			prepared[i] = tl.Prepare(t.in.Caller, rawArgs(c.Arguments))
+		tl, pc.known = t.lookup(c.Name)
+		if pc.known {
+			pc.p = tl.Prepare(t.in.Caller, rawArgs(c.Arguments))
 		} else {
-			prepared[i] = tools.Prepared{Call: tools.Call{Title: c.Name, Kind: tools.KindOther}}
+			pc.p = tools.Prepared{Call: tools.Call{Title: c.Name, Kind: tools.KindOther}}
 		}
-		infos[i] = CallInfo{ID: c.ID, Name: c.Name, Args: c.Arguments, Call: prepared[i].Call}
-		t.emit(Event{Kind: EventToolCall, Call: infos[i]})
+		pc.info = CallInfo{ID: c.ID, Name: c.Name, Args: c.Arguments, Call: pc.p.Call}
+		t.emit(Event{Kind: EventToolCall, Call: pc.info})
 	}
-	return infos, prepared, known
+	return out
 }
 
 // call asks the approver about one call and runs it if allowed; cancelled
@@ -378,8 +379,9 @@ func (t *turn) call(info CallInfo, p tools.Prepared) (m Message, cancelled bool)
 		runCtx = tools.WithSandbox(t.ctx)
 	}
 	t.emit(Event{Kind: EventToolRunning, Call: info})
+	emit := t.emit
 	res := p.Run(runCtx, func(c tools.Chunk) {
-		t.emit(Event{Kind: EventToolOutput, Call: info, Output: c})
+		emit(Event{Kind: EventToolOutput, Call: info, Output: c})
 	})
 	m = t.answer(info, res)
 	return m, t.ctx.Err() != nil
