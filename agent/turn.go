@@ -14,8 +14,10 @@ import (
 
 // turn is one prompt on its way through the model loop: Run makes it and
 // its steps are the methods below (ask the model, take its answer, run the
-// calls, compact, end). It lives on Run's goroutine only.
+// calls, compact, end). It lives on Run's goroutine only: a call's output
+// callback, which executor goroutines call, holds emit, not the turn.
 type turn struct {
+	// Set by newTurn, never changed.
 	l      *Loop
 	ctx    context.Context
 	in     Turn
