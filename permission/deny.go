@@ -345,21 +345,28 @@ func shellString(args []word) (string, bool) {
 				i++
 			}
 		default:
-			skip := false
-			for _, f := range a[1:] {
-				switch f {
-				case 'c':
-					c = true
-				case 'o', 'O':
-					skip = true
-				}
-			}
-			if skip {
+			hasC, takesArg := shellFlags(a)
+			c = c || hasC
+			if takesArg {
 				i++
 			}
 		}
 	}
 	return "", false
+}
+
+// shellFlags reads a cluster of a shell's short options (-ec, +o): c when
+// it holds -c, takesArg when the next word is its argument (-o/-O NAME).
+func shellFlags(a string) (c, takesArg bool) {
+	for _, f := range a[1:] {
+		switch f {
+		case 'c':
+			c = true
+		case 'o', 'O':
+			takesArg = true
+		}
+	}
+	return c, takesArg
 }
 
 // wrapperSpec describes a program that runs another program given after its

@@ -258,7 +258,7 @@ func TestKeysAndProgramsOnSyntax(t *testing.T) {
 	}
 }
 
-// FuzzReaders: Key, Programs and Split, which also read fragments and lines
+// FuzzReaders: Key and Programs, which also read fragments and lines
 // the parser has to complete, never panic, and Keys, when it says a line
 // can be remembered, names the same programs as Programs.
 func FuzzReaders(f *testing.F) {
@@ -270,7 +270,6 @@ func FuzzReaders(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		permission.Key(s)
-		permission.Split(s)
 		programs := permission.Programs(s)
 		if keys := permission.Keys(s); keys != nil && !cmp.Equal(keys, programs) {
 			t.Errorf("Keys(%q) = %q, Programs = %q", s, keys, programs)

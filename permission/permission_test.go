@@ -9,41 +9,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/permission"
 )
 
-func TestSplit(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name string
-		in   string
-		want []string
-	}{
-		{"single", "go test ./...", []string{"go test ./..."}},
-		{"and", "git status && rm -rf ~", []string{"git status", "rm -rf ~"}},
-		{"pipe and redirect", "go test ./... 2>&1 | tail -5", []string{"go test ./... 2>&1", "tail -5"}},
-		{"amp redirect", "make &>log; echo done", []string{"make &>log", "echo done"}},
-		{"quoted separators", `echo "a;b|c" 'd&&e'`, []string{`echo "a;b|c" 'd&&e'`}},
-		{"escaped", `echo a\;b`, []string{`echo a\;b`}},
-		{"group", "(cd x && make)", []string{"cd x", "make"}},
-		{"newlines", "ls\npwd\n", []string{"ls", "pwd"}},
-		{"background", "sleep 1 & echo hi", []string{"sleep 1", "echo hi"}},
-		{"empty", "  ", nil},
-		{"clobber redirect is not a pipe", "ls >|out; pwd", []string{"ls >|out", "pwd"}},
-		{"escaped gt does not glue a background amp", `echo \>&rm -f V`, []string{`echo \>`, "rm -f V"}},
-		{"escaped gt does not glue a pipe", `echo \>|rm`, []string{`echo \>`, "rm"}},
-		{"line continuation", "rm \\\n-f V", []string{"rm -f V"}},
-		{"brace group", "{ rm -f V; }", []string{"rm -f V"}},
-		{"brace expansion is kept", "{rm,-f,V}", []string{"{rm,-f,V}"}},
-		{"if statement", "if true; then rm -f V; fi", []string{"if true", "then rm -f V", "fi"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tc.want, permission.Split(tc.in)); diff != "" {
-				t.Errorf("Split(%q) (-want +got):\n%s", tc.in, diff)
-			}
-		})
-	}
-}
-
 func TestKey(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
@@ -394,6 +359,5 @@ func FuzzCheck(f *testing.F) {
 			t.Errorf("Check(%q) allows a denied line", s)
 		}
 		permission.Keys(s)
-		permission.Split(s)
 	})
 }

@@ -20,7 +20,7 @@ func parse(src string) (*syntax.File, error) {
 
 // parseRecovering reads a line the way parse does, but fills in up to a few
 // missing tokens (a closing quote or parenthesis, a missing `done`), as an
-// editor completing a prompt would. Only deny matching and Key, which read
+// editor completing a prompt would. Only deny matching and Programs, which read
 // fragments, use it: what it returns is not what a shell would run.
 func parseRecovering(src string) (*syntax.File, error) {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(8)).Parse(strings.NewReader(src), "")
@@ -176,49 +176,74 @@ func read(src string, f *syntax.File) reading {
 		note("substitution")
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.CallExpr:
-			c := command{}
-			for _, a := range n.Assigns {
-				c.assigns = append(c.assigns, slice(src, a))
-			}
-			for _, w := range n.Args {
-				c.words = append(c.words, newWord(src, w))
-			}
-			r.commands = append(r.commands, c)
-		case *syntax.Stmt:
-			if n.Coprocess || n.Disown {
-				note("coprocess")
-			}
-		case *syntax.Redirect:
-			if why := redirectRisk(src, n); why != "" {
-				note(why)
-			}
-		case *syntax.CmdSubst, *syntax.ProcSubst:
-			note("substitution")
-			return false
-		case *syntax.SglQuoted:
-			if n.Dollar && hasSubstitution(ansiC(n.Value)) {
-				note("substitution") // $'\x24(id)' spells one
-			}
-		case *syntax.ParamExp:
-			if n.Index != nil || n.Slice != nil {
-				note("arithmetic")
-			}
-		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
-			note("arithmetic")
-		case *syntax.FuncDecl:
-			note("function")
-		case *syntax.CoprocClause:
-			note("coprocess")
-		case *syntax.CaseClause:
-			note("case")
-		case *syntax.DeclClause:
-			note("declaration")
+		if c, ok := n.(*syntax.CallExpr); ok {
+			r.commands = append(r.commands, newCommand(src, c))
+			return true
 		}
-		return true
+		why, descend := nodeRisk(src, n)
+		if why != "" {
+			note(why)
+		}
+		return descend
 	})
 	return r
+}
+
+// newCommand is a simple command as read.
+func newCommand(src string, n *syntax.CallExpr) command {
+	c := command{}
+	for _, a := range n.Assigns {
+		c.assigns = append(c.assigns, slice(src, a))
+	}
+	for _, w := range n.Args {
+		c.words = append(c.words, newWord(src, w))
+	}
+	return c
+}
+
+// nodeRisk says why a node keeps allow rules from passing its line (""
+// when it does not); descend is false for a substitution, whose insides
+// the rules never see anyway.
+func nodeRisk(src string, n syntax.Node) (why string, descend bool) {
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		if n.Coprocess || n.Disown {
+			return "coprocess", true
+		}
+	case *syntax.Redirect:
+		return redirectRisk(src, n), true
+	case *syntax.CmdSubst, *syntax.ProcSubst:
+		return "substitution", false
+	case *syntax.SglQuoted:
+		if n.Dollar && hasSubstitution(ansiC(n.Value)) {
+			return "substitution", true // $'\x24(id)' spells one
+		}
+	case *syntax.ParamExp:
+		if n.Index != nil || n.Slice != nil {
+			return "arithmetic", true
+		}
+	default:
+		return kindRisk(n), true
+	}
+	return "", true
+}
+
+// kindRisk says why a node of a risky kind keeps allow rules from passing
+// its line, whatever it holds.
+func kindRisk(n syntax.Node) string {
+	switch n.(type) {
+	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
+		return "arithmetic"
+	case *syntax.FuncDecl:
+		return "function"
+	case *syntax.CoprocClause:
+		return "coprocess"
+	case *syntax.CaseClause:
+		return "case"
+	case *syntax.DeclClause:
+		return "declaration"
+	}
+	return ""
 }
 
 // redirectRisk says why a redirection keeps allow rules from passing its
@@ -282,95 +307,6 @@ func braces(src string, w word, max int) ([]word, bool) {
 		}
 	}
 	return out, len(out) > 0
-}
-
-// Split cuts a shell line into its simple commands at unquoted ;, &, &&, ||,
-// | and newlines, trimming each and dropping empty ones. Quotes are
-// respected so `echo "a;b"` stays whole, redirections (2>&1, &>f, >|f) are
-// not cut, and a backslash-newline joins lines as in the shell. Leading "("
-// and "{ " and trailing ")" and " }" of groups are dropped, so
-// "(cd x && make)" yields "cd x" and "make". The checks do not use it: it
-// shows a line's parts as written. A line the parser cannot read, even
-// completing a missing token or two, is one part.
-func Split(command string) []string {
-	f, err := syntax.NewParser(syntax.KeepComments(true)).Parse(strings.NewReader(command), "")
-	if err != nil {
-		f, err = parseRecovering(command)
-	}
-	if err != nil {
-		if s := trimGroup(strings.ReplaceAll(command, "\\\n", "")); s != "" {
-			return []string{s}
-		}
-		return nil
-	}
-	// Separators are the ; & | and newline characters outside words,
-	// redirection operators, comments and arithmetic.
-	inside := make([]bool, len(command)+1)
-	protect := func(start, end int) {
-		for i := max(start, 0); i < min(end, len(command)); i++ {
-			inside[i] = true
-		}
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Word, *syntax.Comment, *syntax.ArithmCmd, *syntax.TestClause:
-			if start, end, ok := span(n); ok {
-				protect(start, end)
-			}
-		case *syntax.Redirect:
-			start := int(n.OpPos.Offset())
-			protect(start, start+len(n.Op.String()))
-		}
-		return true
-	})
-	var parts []string
-	var cur strings.Builder
-	flush := func() {
-		if s := trimGroup(cur.String()); s != "" {
-			parts = append(parts, s)
-		}
-		cur.Reset()
-	}
-	for i := 0; i < len(command); i++ {
-		c := command[i]
-		switch {
-		case inside[i]:
-			cur.WriteByte(c)
-		case c == '\\' && i+1 < len(command) && command[i+1] == '\n':
-			i++ // line continuation
-		case c == ';' || c == '&' || c == '|' || c == '\n':
-			flush()
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	flush()
-	return parts
-}
-
-// trimGroup trims blanks and the grouping around a part: "(" and ")", and
-// "{" and "}" standing as words.
-func trimGroup(s string) string {
-	for {
-		s = strings.TrimSpace(s)
-		n := len(s)
-		switch {
-		case n == 0:
-			return s
-		case s[0] == '(':
-			s = s[1:]
-		case s[n-1] == ')' && !strings.HasSuffix(s, "\\)"):
-			s = s[:n-1]
-		case s == "{" || s == "}":
-			return ""
-		case s[0] == '{' && isBlank(rune(s[1])):
-			s = s[1:]
-		case s[n-1] == '}' && isBlank(rune(s[n-2])):
-			s = s[:n-1]
-		default:
-			return s
-		}
-	}
 }
 
 func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

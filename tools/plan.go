@@ -70,6 +70,16 @@ func parsePlan(raw json.RawMessage) (*Plan, error) {
 	if !ok || isNull(v) {
 		return nil, fmt.Errorf(`missing required property "plan"`)
 	}
+	entries, err := planEntries(v)
+	if err != nil {
+		return nil, err
+	}
+	plan.Entries = append(plan.Entries, entries...)
+	return plan, nil
+}
+
+// planEntries reads the "plan" property: an array of {step, status}.
+func planEntries(v json.RawMessage) ([]PlanEntry, error) {
 	var items []map[string]json.RawMessage
 	if bytes.TrimSpace(v)[0] != '[' || json.Unmarshal(v, &items) != nil {
 		// An array of something other than objects: each item is checked
@@ -80,6 +90,7 @@ func parsePlan(raw json.RawMessage) (*Plan, error) {
 		}
 		items = make([]map[string]json.RawMessage, len(elems))
 	}
+	var entries []PlanEntry
 	for i, it := range items {
 		var e PlanEntry
 		if json.Unmarshal(it["step"], &e.Step) != nil || e.Step == "" {
@@ -91,9 +102,9 @@ func parsePlan(raw json.RawMessage) (*Plan, error) {
 		default:
 			return nil, fmt.Errorf("plan[%d].status must be one of pending, in_progress, completed", i)
 		}
-		plan.Entries = append(plan.Entries, e)
+		entries = append(entries, e)
 	}
-	return plan, nil
+	return entries, nil
 }
 
 func isNull(v json.RawMessage) bool {

@@ -103,9 +103,6 @@ func Shell(command string) Subject { return Subject{Kind: ShellCommand, Text: co
 // Key is the subject of a call approved per tool, by its key.
 func Key(key string) Subject { return Subject{Kind: ToolKey, Text: key} }
 
-// Needed reports whether the call must be approved before it runs.
-func (s Subject) Needed() bool { return s.Kind != NoApproval }
-
 // Call is a tool's description of one call, made once from its arguments
 // before it runs: the editor shows it, and the approver asks about its
 // Subject alone.

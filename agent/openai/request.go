@@ -35,15 +35,29 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 		// Usage arrives as one last chunk with no choices.
 		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
 	}
+	msgs, extras, err := messages(req.Messages, agent.IsDeepSeek(model))
+	if err != nil {
+		return out, nil, err
+	}
+	out.Messages = msgs
+	if out.Tools, err = toolDefs(req.Tools); err != nil {
+		return out, nil, err
+	}
+	return out, extras, nil
+}
+
+// messages are the conversation in go-openai's types, and the reasoning
+// fields go-openai cannot encode, for encodeRequest.
+func messages(in []agent.Message, deepseek bool) ([]goopenai.ChatCompletionMessage, []reasoningField, error) {
+	var out []goopenai.ChatCompletionMessage
 	var extras []reasoningField
 	// pending are images of tool results, sent after the last of them:
 	// the chat API takes images in user messages only.
 	var pending []agent.Image
-	deepseek := agent.IsDeepSeek(model)
-	keep := keepReasoning(req.Messages)
-	for i, m := range req.Messages {
+	keep := keepReasoning(in)
+	for i, m := range in {
 		if len(pending) > 0 && m.Role != agent.RoleTool {
-			out.Messages = append(out.Messages, toolImagesMessage(pending))
+			out = append(out, toolImagesMessage(pending))
 			pending = nil
 		}
 		msg := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
@@ -63,40 +77,54 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 				// reject on an assistant message without tool calls.
 				continue
 			}
-			for _, tc := range m.ToolCalls {
-				msg.ToolCalls = append(msg.ToolCalls, goopenai.ToolCall{
-					ID:       tc.ID,
-					Type:     goopenai.ToolTypeFunction,
-					Function: goopenai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
-				})
-			}
+			msg.ToolCalls = toolCalls(m.ToolCalls)
 			if f, ok := sentReasoning(m, keep[i], deepseek); ok {
-				f.pos = len(out.Messages)
+				f.pos = len(out)
 				extras = append(extras, f)
 			}
 		default:
-			return out, nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+			return nil, nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
-		out.Messages = append(out.Messages, msg)
+		out = append(out, msg)
 	}
 	if len(pending) > 0 {
-		out.Messages = append(out.Messages, toolImagesMessage(pending))
+		out = append(out, toolImagesMessage(pending))
 	}
-	for _, t := range req.Tools {
+	return out, extras, nil
+}
+
+// toolCalls are an assistant message's calls in go-openai's types; nil
+// when none.
+func toolCalls(calls []agent.ToolCall) []goopenai.ToolCall {
+	var out []goopenai.ToolCall
+	for _, tc := range calls {
+		out = append(out, goopenai.ToolCall{
+			ID:       tc.ID,
+			Type:     goopenai.ToolTypeFunction,
+			Function: goopenai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+		})
+	}
+	return out
+}
+
+// toolDefs are the tools offered, in go-openai's types.
+func toolDefs(specs []agent.ToolSpec) ([]goopenai.Tool, error) {
+	var out []goopenai.Tool
+	for _, t := range specs {
 		schema := emptySchema
 		if len(t.Parameters) > 0 {
 			var obj map[string]any
 			if err := json.Unmarshal(t.Parameters, &obj); err != nil || obj == nil {
-				return out, nil, fmt.Errorf("tool %q: parameters are not a JSON object", t.Name)
+				return nil, fmt.Errorf("tool %q: parameters are not a JSON object", t.Name)
 			}
 			schema = t.Parameters
 		}
-		out.Tools = append(out.Tools, goopenai.Tool{
+		out = append(out, goopenai.Tool{
 			Type:     goopenai.ToolTypeFunction,
 			Function: &goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: schema},
 		})
 	}
-	return out, extras, nil
+	return out, nil
 }
 
 // imageParts is a user message with images as content parts: its text,

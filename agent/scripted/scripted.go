@@ -133,24 +133,27 @@ func Parse(r io.Reader, name string) (*Provider, error) {
 	return p, nil
 }
 
+// scriptTurn is one line of a script as written.
+type scriptTurn struct {
+	Tag       string `json:"tag"`
+	Reasoning string `json:"reasoning"`
+	Text      string `json:"text"`
+	ToolCalls []struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"tool_calls"`
+	Finish   string `json:"finish"`
+	Error    string `json:"error"`
+	Hang     bool   `json:"hang"`
+	Exceeded bool   `json:"context_exceeded"`
+	Usage    *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
 func parseTurn(line []byte) (string, turn, error) {
-	var raw struct {
-		Tag       string `json:"tag"`
-		Reasoning string `json:"reasoning"`
-		Text      string `json:"text"`
-		ToolCalls []struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"tool_calls"`
-		Finish   string `json:"finish"`
-		Error    string `json:"error"`
-		Hang     bool   `json:"hang"`
-		Exceeded bool   `json:"context_exceeded"`
-		Usage    *struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
-		} `json:"usage"`
-	}
+	var raw scriptTurn
 	dec := json.NewDecoder(bytes.NewReader(line))
 	// A misspelt field in a hand-written script should fail loudly, not
 	// silently replay a turn without it.
@@ -175,28 +178,45 @@ func parseTurn(line []byte) (string, turn, error) {
 		t.usage = agent.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 			TotalTokens: u.PromptTokens + u.CompletionTokens, Reported: true}
 	}
+	var err error
+	if t.calls, err = raw.calls(); err != nil {
+		return "", turn{}, err
+	}
+	if t.finish, err = raw.finish(len(t.calls) > 0); err != nil {
+		return "", turn{}, err
+	}
+	return raw.Tag, t, nil
+}
+
+// calls are the line's tool calls; nil when none.
+func (raw scriptTurn) calls() ([]call, error) {
+	var out []call
 	for i, c := range raw.ToolCalls {
 		if c.Name == "" {
-			return "", turn{}, fmt.Errorf("tool_calls[%d]: missing name", i)
+			return nil, fmt.Errorf("tool_calls[%d]: missing name", i)
 		}
 		args, err := argumentsText(c.Arguments)
 		if err != nil {
-			return "", turn{}, fmt.Errorf("tool_calls[%d] arguments: %w", i, err)
+			return nil, fmt.Errorf("tool_calls[%d] arguments: %w", i, err)
 		}
-		t.calls = append(t.calls, call{name: c.Name, arguments: args})
+		out = append(out, call{name: c.Name, arguments: args})
 	}
+	return out, nil
+}
+
+// finish is the line's finish reason; none written is "tool_calls" for a
+// turn with calls, else "stop".
+func (raw scriptTurn) finish(calls bool) (agent.FinishReason, error) {
 	switch raw.Finish {
 	case "":
-		t.finish = agent.FinishStop
-		if len(t.calls) > 0 {
-			t.finish = agent.FinishToolCalls
+		if calls {
+			return agent.FinishToolCalls, nil
 		}
+		return agent.FinishStop, nil
 	case string(agent.FinishStop), string(agent.FinishLength), string(agent.FinishToolCalls):
-		t.finish = agent.FinishReason(raw.Finish)
-	default:
-		return "", turn{}, fmt.Errorf(`finish %q: want "stop", "length" or "tool_calls"`, raw.Finish)
+		return agent.FinishReason(raw.Finish), nil
 	}
-	return raw.Tag, t, nil
+	return "", fmt.Errorf(`finish %q: want "stop", "length" or "tool_calls"`, raw.Finish)
 }
 
 // argumentsText turns a script's arguments value into the text a model

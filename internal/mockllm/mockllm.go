@@ -23,6 +23,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -209,42 +210,62 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // refuse is the endpoint's own validation: status 0 lets the request on.
 func (s *Server) refuse(req Request) (status int, msg, code string) {
 	model, _ := req.Body["model"].(string)
-	served := false
-	for _, m := range s.opts.Models {
-		served = served || m == model
-	}
-	if !served {
-		switch s.opts.Flavor {
-		case DeepSeek:
-			return http.StatusBadRequest, "Model Not Exist", "invalid_request_error"
-		case OpenRouter:
-			return http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist", model), "model_not_found"
-		default:
-			return http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", model), ""
-		}
+	if !slices.Contains(s.opts.Models, model) {
+		return s.unknownModel(model)
 	}
 	if s.opts.Flavor != DeepSeek {
 		return 0, "", ""
 	}
+	msg = refuseOptions(req)
+	if msg == "" {
+		msg = s.refuseMessages(req, model)
+	}
+	if msg == "" {
+		return 0, "", ""
+	}
+	return http.StatusBadRequest, msg, "invalid_request_error"
+}
+
+// unknownModel is each flavour's answer for a model it does not serve.
+func (s *Server) unknownModel(model string) (status int, msg, code string) {
+	switch s.opts.Flavor {
+	case DeepSeek:
+		return http.StatusBadRequest, "Model Not Exist", "invalid_request_error"
+	case OpenRouter:
+		return http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist", model), "model_not_found"
+	default:
+		return http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", model), ""
+	}
+}
+
+// refuseOptions is DeepSeek's refusal of a thinking type or reasoning
+// effort it does not know; "" when there is none.
+func refuseOptions(req Request) string {
 	if t, ok := req.Body["thinking"].(map[string]any); ok {
 		if typ := t["type"]; typ != "enabled" && typ != "disabled" {
-			return http.StatusBadRequest, fmt.Sprintf("invalid thinking type %v", typ), "invalid_request_error"
+			return fmt.Sprintf("invalid thinking type %v", typ)
 		}
 	}
 	if e, ok := req.Body["reasoning_effort"]; ok && e != "low" && e != "high" && e != "max" {
-		return http.StatusBadRequest, fmt.Sprintf("invalid reasoning_effort %v", e), "invalid_request_error"
+		return fmt.Sprintf("invalid reasoning_effort %v", e)
 	}
+	return ""
+}
+
+// refuseMessages is DeepSeek's refusal of the first message it cannot
+// take; "" when there is none.
+func (s *Server) refuseMessages(req Request, model string) string {
 	for i, m := range req.Messages() {
 		if _, calls := m["tool_calls"]; calls && m["role"] == "assistant" && s.thinking(req) {
 			if _, ok := m["reasoning_content"].(string); !ok {
-				return http.StatusBadRequest, fmt.Sprintf("The `reasoning_content` in the thinking mode must be passed back to the API. (message index %d)", i), "invalid_request_error"
+				return fmt.Sprintf("The `reasoning_content` in the thinking mode must be passed back to the API. (message index %d)", i)
 			}
 		}
 		if msg := checkImages(m, model); msg != "" {
-			return http.StatusBadRequest, msg, "invalid_request_error"
+			return msg
 		}
 	}
-	return 0, "", ""
+	return ""
 }
 
 // checkImages refuses image parts a model does not read or a data URL that
@@ -277,64 +298,86 @@ func (s *Server) thinking(req Request) bool {
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, reply Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	flush := func() { w.(http.Flusher).Flush() }
 	for i := 0; i < reply.Comments; i++ {
 		_, _ = io.WriteString(w, ": keep-alive\n\n")
-		flush()
+		w.(http.Flusher).Flush()
 	}
 	if reply.OnlyComments {
 		keepAliveOnly(w, r)
 		return
 	}
-	event := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
-		flush()
+	ev := events{w: w, model: req.Body["model"]}
+	s.streamContent(ev, req, reply)
+	s.streamEnd(ev, req, reply)
+	if !reply.NoDone {
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		return
 	}
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1, "model": req.Body["model"],
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}}
+	if reply.Hold {
+		<-r.Context().Done()
 	}
+}
+
+// events writes a stream's server-sent events.
+type events struct {
+	w     http.ResponseWriter
+	model any
+}
+
+// send writes v as one event.
+func (e events) send(v any) {
+	b, _ := json.Marshal(v)
+	_, _ = fmt.Fprintf(e.w, "data: %s\n\n", b)
+	e.w.(http.Flusher).Flush()
+}
+
+// chunk is a completion chunk of one choice.
+func (e events) chunk(delta map[string]any, finish any) map[string]any {
+	return map[string]any{"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1, "model": e.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}}
+}
+
+// streamContent sends the reply's reasoning, text and tool calls, in the
+// flavour's fields.
+func (s *Server) streamContent(ev events, req Request, reply Reply) {
 	if reply.Reasoning != "" && (s.opts.Flavor != DeepSeek || s.thinking(req)) {
 		field := "reasoning"
 		if s.opts.Flavor == DeepSeek {
 			field = "reasoning_content"
 		}
-		event(chunk(map[string]any{"role": "assistant", "content": nil, field: reply.Reasoning}, nil))
+		ev.send(ev.chunk(map[string]any{"role": "assistant", "content": nil, field: reply.Reasoning}, nil))
 	}
 	if reply.Text != "" {
-		event(chunk(map[string]any{"content": reply.Text}, nil))
+		ev.send(ev.chunk(map[string]any{"content": reply.Text}, nil))
 	}
 	for i, c := range reply.Calls {
 		index := i
 		if s.opts.Flavor == Ollama {
 			index = 0
 		}
-		event(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": index, "id": c.ID, "type": "function",
+		ev.send(ev.chunk(map[string]any{"tool_calls": []any{map[string]any{"index": index, "id": c.ID, "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": c.Args}}}}, nil))
 	}
+}
+
+// streamEnd sends the finishing chunk and the usage, where the flavour
+// puts them.
+func (s *Server) streamEnd(ev events, req Request, reply Reply) {
 	finish := s.finishReason(reply)
 	usage := s.usage(req, reply)
 	switch {
 	case finish == "-":
 	case s.opts.Flavor == DeepSeek && !reply.NoUsage:
 		// DeepSeek: usage rides on the finishing chunk.
-		c := chunk(map[string]any{"content": ""}, finish)
+		c := ev.chunk(map[string]any{"content": ""}, finish)
 		c["usage"] = usage
-		event(c)
+		ev.send(c)
 	default:
-		event(chunk(map[string]any{}, finish))
+		ev.send(ev.chunk(map[string]any{}, finish))
 	}
 	if s.opts.Flavor != DeepSeek && !reply.NoUsage && finish != "-" {
-		event(map[string]any{"id": "chatcmpl-mock", "object": "chat.completion.chunk", "choices": []any{}, "usage": usage})
-	}
-	if !reply.NoDone {
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-		flush()
-		return
-	}
-	if reply.Hold {
-		<-r.Context().Done()
+		ev.send(map[string]any{"id": "chatcmpl-mock", "object": "chat.completion.chunk", "choices": []any{}, "usage": usage})
 	}
 }
 
