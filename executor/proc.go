@@ -37,6 +37,10 @@ type proc struct {
 	readersLeft atomic.Int32
 	readersDone chan struct{} // closed when both readers returned
 	termC       chan struct{} // closed by the first terminate
+	// marker is a service's own environment entry (see StartService),
+	// which every process it starts inherits, those that leave its
+	// session included; empty for a command. Set before the start.
+	marker string
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -437,6 +441,11 @@ func (p *proc) signal(sig unix.Signal) {
 		if _, err := proctab.SignalSession(p.pgid, sig); err != nil {
 			p.l.logger.Warn("signal session", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 		}
+		if p.marker != "" {
+			if _, err := proctab.SignalMarked(p.marker, sig); err != nil {
+				p.l.logger.Warn("signal marked processes", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
+			}
+		}
 	}
 }
 
@@ -468,7 +477,7 @@ func (p *proc) checkGone() bool {
 	if gone {
 		return true
 	}
-	if alive(remote, pgid, walk) {
+	if alive(remote, pgid, walk, p.marker) {
 		return false
 	}
 	p.mu.Lock()
@@ -479,12 +488,12 @@ func (p *proc) checkGone() bool {
 }
 
 // alive reports whether a process of the group, or with walk of its
-// session, is left.
-func alive(remote RemoteProcess, pgid int, walk bool) bool {
+// session or carrying its marker (a service's), is left.
+func alive(remote RemoteProcess, pgid int, walk bool, marker string) bool {
 	if remote != nil {
 		return remote.Alive(walk)
 	}
-	return proctab.GroupAlive(pgid) || (walk && proctab.SessionAlive(pgid))
+	return proctab.GroupAlive(pgid) || (walk && proctab.SessionOrMarkedAlive(pgid, marker))
 }
 
 // reapLater makes sure the group of a finished foreground run goes away

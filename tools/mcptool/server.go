@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -171,12 +170,6 @@ func (v *server) start(ctx context.Context) (*mcp.ClientSession, []toolDef, erro
 		v.mu.Lock()
 		v.proc = p
 		v.mu.Unlock()
-		t.onStart = func(pgid int) {
-			v.log.Info("mcp server spawned", zap.Int("pgid", pgid))
-			if v.s.opts.OnGroup != nil {
-				v.s.opts.OnGroup(pgid, true)
-			}
-		}
 		// A start that times out (or a Close) must not wait for the SDK's
 		// polite shutdown of a server that never answered.
 		stop := context.AfterFunc(ctx, p.terminate)
@@ -279,9 +272,6 @@ func (v *server) teardown(cs *mcp.ClientSession) {
 		p.finish()
 		if pgid := p.group(); pgid > 0 {
 			v.log.Info("mcp server group gone", zap.Int("pgid", pgid))
-			if v.s.opts.OnGroup != nil {
-				v.s.opts.OnGroup(pgid, false)
-			}
 		}
 	}
 }
@@ -296,11 +286,8 @@ func (v *server) withExit(err error, status bool) error {
 		return err
 	}
 	var parts []string
-	if werr, ok := p.exitErr(); ok && status {
-		var ee *exec.ExitError
-		if errors.As(werr, &ee) && !strings.Contains(err.Error(), ee.Error()) {
-			parts = append(parts, ee.Error())
-		}
+	if werr := p.exitErr(); werr != nil && status && !strings.Contains(err.Error(), werr.Error()) {
+		parts = append(parts, werr.Error())
 	}
 	if tail := p.stderrTail(); tail != "" {
 		parts = append(parts, "stderr: "+tail)
