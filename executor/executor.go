@@ -37,7 +37,7 @@ func (s Stream) String() string {
 	return "stdout"
 }
 
-// Spec describes one command. Zero values mean "not given"; Resolve fills
+// Spec describes one command. Zero values mean "not given"; resolve fills
 // them from the executor's configuration.
 type Spec struct {
 	// Command is run as `bash -c Command`.

@@ -77,7 +77,7 @@ func orDefault[T comparable](v *T, def T) {
 
 // Timeout is the effective timeout of a foreground run that asked for
 // requested: zero means the default, and more than the maximum is clamped to
-// it. A negative request is returned as is (Resolve rejects it).
+// it. A negative request is returned as is (resolve rejects it).
 func (l Limits) Timeout(requested time.Duration) time.Duration {
 	switch {
 	case requested == 0:

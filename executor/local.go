@@ -22,7 +22,7 @@ type Options struct {
 	Limits
 	// DefaultWorkdir is used when a Spec has no workdir, and relative
 	// workdirs are resolved against it. Empty means the process's cwd at
-	// Resolve time.
+	// resolve time.
 	DefaultWorkdir string
 	// SpillDir is the parent of the executor's private spill directory
 	// (mode 0700, created on first need with os.MkdirTemp). Empty means
@@ -170,11 +170,11 @@ func NewLocal(opts Options) (*Local, error) {
 // never passed and not listed.
 func (l *Local) Withheld() []string { return slices.Clone(l.withheld) }
 
-// Resolve fills the spec's unset fields from the executor's config: workdir
+// resolve fills the spec's unset fields from the executor's config: workdir
 // (configured default, else the process's cwd; a relative one is resolved
 // against it) and timeout (default, clamped to the maximum). Given values
 // are kept.
-func (l *Local) Resolve(spec Spec) (Spec, error) {
+func (l *Local) resolve(spec Spec) (Spec, error) {
 	if spec.Timeout < 0 {
 		return spec, fmt.Errorf("resolve: negative timeout %v", spec.Timeout)
 	}
@@ -200,7 +200,7 @@ func (l *Local) Resolve(spec Spec) (Spec, error) {
 // no bash), or ctx was cancelled (the error wraps ErrAborted; the process
 // group was killed and the partial Result is returned).
 func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
-	spec, err := l.Resolve(spec)
+	spec, err := l.resolve(spec)
 	if err != nil {
 		return Result{}, err
 	}

@@ -42,8 +42,8 @@ func (t *task) info() TaskInfo {
 // command cannot start, the task is recorded as Failed, its end is
 // delivered to subscribers, and Start returns the id with the error.
 func (l *Local) Start(spec Spec) (string, error) {
-	spec.Timeout = 0 // background tasks have none; do not let Resolve judge it
-	spec, err := l.Resolve(spec)
+	spec.Timeout = 0 // background tasks have none; do not let resolve judge it
+	spec, err := l.resolve(spec)
 	if err != nil {
 		return "", err
 	}

@@ -51,12 +51,12 @@ func End(e Ending) error {
 		if killing && e.GiveUp > 0 && time.Since(start) >= e.Grace+e.GiveUp {
 			return nil
 		}
-		groups := Groups(ps, e.Sessions)
-		marked := FindMarked(ps, e.Markers, groups)
-		if len(groups) == 0 && len(marked) == 0 {
+		gs := groups(ps, e.Sessions)
+		marked := FindMarked(ps, e.Markers, gs)
+		if len(gs) == 0 && len(marked) == 0 {
 			return nil
 		}
-		for g := range groups {
+		for g := range gs {
 			if sig, ok := nextSignal(termed, -g, killing); ok {
 				SignalGroup(g, sig)
 			}

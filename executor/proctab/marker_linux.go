@@ -78,6 +78,7 @@ func marked(pid int, markers []string, buf *[]byte) bool {
 	*buf = b
 	return holdsAny(b, markers)
 }
+
 // holdsAny reports whether the NUL-separated environment env has an entry
 // equal to one of markers.
 func holdsAny(env []byte, markers []string) bool {

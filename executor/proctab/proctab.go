@@ -32,9 +32,9 @@ func List() ([]Proc, error) {
 	return ps, nil
 }
 
-// Groups returns the process groups that have a live member in one of
+// groups returns the process groups that have a live member in one of
 // sessions, from the table ps.
-func Groups(ps []Proc, sessions map[int]bool) map[int]bool {
+func groups(ps []Proc, sessions map[int]bool) map[int]bool {
 	out := make(map[int]bool)
 	for _, p := range ps {
 		if !p.Zombie && sessions[p.Sid] {
@@ -59,7 +59,7 @@ func SignalSession(sid int, sig unix.Signal) (int, error) {
 		return 0, err
 	}
 	n := 0
-	for pgid := range Groups(ps, map[int]bool{sid: true}) {
+	for pgid := range groups(ps, map[int]bool{sid: true}) {
 		if pgid != sid && SignalGroup(pgid, sig) {
 			n++
 		}
