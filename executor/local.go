@@ -279,7 +279,8 @@ func (l *Local) notify(end TaskEnd) {
 }
 
 // Close kills every process group still running (services included) and
-// waits until all of them are gone; nothing new starts after it. It is safe to call more than once; later calls wait the same.
+// waits until all of them are gone; nothing new starts after it. It is
+// safe to call more than once; later calls wait the same.
 func (l *Local) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()

@@ -65,6 +65,10 @@ func (s *Service) Stdout() io.ReadCloser { return s.stdout }
 // when it is over. A second Stop does not restart the grace.
 func (s *Service) Stop() { s.p.terminate(false) }
 
+// Exited is closed when the service's own process has ended: Err is then
+// final, while what it started may still be ending (Done).
+func (s *Service) Exited() <-chan struct{} { return s.p.exited }
+
 // Done is closed when no process of the service is left, whether it ended
 // by itself, by Stop, by KillOwned or by the executor's Close.
 func (s *Service) Done() <-chan struct{} { return s.done }

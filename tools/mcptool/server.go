@@ -145,8 +145,12 @@ func (v *server) run(dup error) {
 			if err == nil {
 				err = errors.New("connection closed")
 			}
-			v.teardown(cs)
+			// Told as soon as the server's own process is over: a call
+			// that saw the connection break waits for the cause, not for
+			// the end of everything the server started.
+			v.stopped(cs)
 			v.settle(Died, v.withExit(err, true))
+			v.teardown(cs)
 			return
 		case <-v.s.ctx.Done():
 			v.teardown(cs)
@@ -251,6 +255,24 @@ func (v *server) relist(cs *mcp.ClientSession) {
 func (v *server) changed() {
 	if f := v.s.opts.OnToolsChanged; f != nil {
 		f()
+	}
+}
+
+// stopped closes the connection and, for a stdio server, returns once its
+// own process has ended and its stderr was read: its exit status and last
+// words are known. teardown does the rest.
+func (v *server) stopped(cs *mcp.ClientSession) {
+	v.mu.Lock()
+	p := v.proc
+	v.mu.Unlock()
+	if p != nil {
+		p.terminate()
+	}
+	if err := cs.Close(); err != nil {
+		v.log.Debug("mcp session close", zap.Error(err))
+	}
+	if p != nil {
+		p.awaitExit()
 	}
 }
 

@@ -153,6 +153,9 @@ type Process interface {
 	// Stop starts ending the server and everything it started (SIGTERM,
 	// then SIGKILL after a grace) and returns at once.
 	Stop()
+	// Exited is closed when the server's own process has ended (Err is
+	// then final); what it started may live on until Done.
+	Exited() <-chan struct{}
 	// Done is closed when no process of the server is left.
 	Done() <-chan struct{}
 	// Err is how the server's own process ended: nil before its end and
@@ -259,6 +262,20 @@ func (p *stdioProc) stderrTail() string {
 func (p *stdioProc) terminate() {
 	if pr := p.process(); pr != nil {
 		pr.Stop()
+	}
+}
+
+// awaitExit returns when the server's own process has ended and its stderr
+// was read to the end, or a grace later (what it started may hold stderr).
+func (p *stdioProc) awaitExit() {
+	if pr := p.process(); pr != nil {
+		<-pr.Exited()
+	}
+	t := time.NewTimer(p.grace)
+	defer t.Stop()
+	select {
+	case <-p.stderrDone:
+	case <-t.C:
 	}
 }
 

@@ -181,28 +181,35 @@ func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
 
 	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: t.def.name, Arguments: arguments})
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return errOutcome("MCP tool call aborted")
-		case errors.Is(context.Cause(callCtx), errCallTimeout):
-			return errOutcome(fmt.Sprintf("MCP server %q did not answer within %dms", v.cfg.Name, timeout.Milliseconds()))
-		case v.s.ctx.Err() != nil:
-			return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, ErrClosed))
-		}
-		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) {
-			// Not an answer from the server but a broken transport: the
-			// run goroutine may be recording why (an exit status); give it
-			// a moment so the model reads the cause, not only "EOF".
-			v.waitGone(ctx, v.s.opts.KillGrace)
-			if _, serr := v.session(); serr != nil {
-				return errOutcome(serr.Error())
-			}
-		}
-		return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, err))
+		return v.callError(ctx, callCtx, err)
 	}
 	out := Outcome{Text: resultText(res), IsError: res.IsError, Structured: structured(res), Images: resultImages(res)}
 	return v.s.limit(out, t)
+}
+
+// callError is the outcome of a call that failed with err: aborted by the
+// turn (ctx), timed out (callCtx), cut by Close, the server's error answer,
+// or a broken transport, which names why the server went when it can.
+func (v *server) callError(ctx, callCtx context.Context, err error) Outcome {
+	switch {
+	case ctx.Err() != nil:
+		return errOutcome("MCP tool call aborted")
+	case errors.Is(context.Cause(callCtx), errCallTimeout):
+		return errOutcome(fmt.Sprintf("MCP server %q did not answer within %dms", v.cfg.Name, v.s.opts.CallTimeout.Milliseconds()))
+	case v.s.ctx.Err() != nil:
+		return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, ErrClosed))
+	}
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		// Not an answer from the server but a broken transport: the run
+		// goroutine may be recording why (an exit status); give it a moment
+		// so the model reads the cause, not only "EOF".
+		v.waitGone(ctx, v.s.opts.KillGrace)
+		if _, serr := v.session(); serr != nil {
+			return errOutcome(serr.Error())
+		}
+	}
+	return errOutcome(fmt.Sprintf("MCP server %q: %v", v.cfg.Name, err))
 }
 
 var errCallTimeout = errors.New("mcp call timeout")
