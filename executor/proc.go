@@ -60,6 +60,38 @@ var (
 	bigBufs  = sync.Pool{New: func() any { b := make([]byte, bigPipe/4); return &b }}
 )
 
+func newProc(l *Local) *proc {
+	return &proc{l: l, exited: make(chan struct{}), readersDone: make(chan struct{}), termC: make(chan struct{})}
+}
+
+// track makes a started process p's and returns its pid: the watchdog is
+// told of it (unless it is remote), its group is recorded (a Close that
+// came between the registration and the start sends its SIGTERM now), and
+// one goroutine waits for it.
+func (l *Local) track(p *proc, process Process) int {
+	pid := process.Pid()
+	p.started = time.Now()
+	remote, _ := process.(RemoteProcess)
+	if w := l.opts.Watcher; w != nil && remote == nil {
+		w.Started(pid)
+	}
+	p.mu.Lock()
+	p.pgid = pid
+	p.remote = remote
+	if !p.termAt.IsZero() {
+		p.signal(unix.SIGTERM)
+	}
+	p.mu.Unlock()
+	go func() {
+		p.status, p.waitErr = process.Wait()
+		if p.waitErr != nil {
+			l.logger.Warn("wait for process", zap.Int("pid", pid), zap.Error(p.waitErr))
+		}
+		close(p.exited)
+	}()
+	return pid
+}
+
 // begin counts a new operation for Close to wait on, unless closed.
 func (l *Local) begin() error {
 	l.mu.Lock()
@@ -88,12 +120,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		return nil, err
 	}
 
-	p := &proc{
-		l:           l,
-		exited:      make(chan struct{}),
-		readersDone: make(chan struct{}),
-		termC:       make(chan struct{}),
-	}
+	p := newProc(l)
 	var obsOut, obsErr func([]byte, string)
 	if obs := spec.Observe; obs != nil {
 		obsOut = func(b []byte, spill string) { obs(Stdout, b, spill) }
@@ -134,28 +161,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		l.forget(p)
 		return nil, err
 	}
-	pid := process.Pid()
-	p.started = time.Now()
-	remote, _ := process.(RemoteProcess)
-	if w := l.opts.Watcher; w != nil && remote == nil {
-		w.Started(pid)
-	}
-	p.mu.Lock()
-	p.pgid = pid
-	p.remote = remote
-	if !p.termAt.IsZero() {
-		// Close came between registration and Start.
-		p.signal(unix.SIGTERM)
-	}
-	p.mu.Unlock()
-
-	go func() {
-		p.status, p.waitErr = process.Wait()
-		if p.waitErr != nil {
-			l.logger.Warn("wait for command", zap.Int("pid", pid), zap.Error(p.waitErr))
-		}
-		close(p.exited)
-	}()
+	pid := l.track(p, process)
 	l.logger.Debug("command started", zap.String("label", label), zap.Int("pgid", pid), zap.String("workdir", spec.Workdir))
 	p.readersLeft.Store(2)
 	go p.read(outR, p.stdout)

@@ -12,10 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
-	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // ServiceSpec describes a service: a long-lived child of a session that
@@ -140,7 +138,7 @@ func (l *Local) startService(spec ServiceSpec) (*Service, error) {
 		closeAll(inR, inW)
 		return nil, fmt.Errorf("start service: stdout pipe: %w", err)
 	}
-	p := &proc{l: l, exited: make(chan struct{}), readersDone: make(chan struct{}), termC: make(chan struct{})}
+	p := newProc(l)
 	svc := &Service{owner: spec.Owner, p: p, stdin: inW, stdout: outR, done: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
@@ -179,25 +177,7 @@ func (l *Local) startService(spec ServiceSpec) (*Service, error) {
 		l.forget(p)
 		return nil, fmt.Errorf("start service: %w", err)
 	}
-	pid := process.Pid()
-	p.started = time.Now()
-	if w := l.opts.Watcher; w != nil {
-		w.Started(pid)
-	}
-	p.mu.Lock()
-	p.pgid = pid
-	if !p.termAt.IsZero() {
-		// Close came between registration and the start.
-		p.signal(unix.SIGTERM)
-	}
-	p.mu.Unlock()
-	go func() {
-		p.status, p.waitErr = process.Wait()
-		if p.waitErr != nil {
-			l.logger.Warn("wait for service", zap.Int("pid", pid), zap.Error(p.waitErr))
-		}
-		close(p.exited)
-	}()
+	pid := l.track(p, process)
 	l.logger.Debug("service started", zap.String("owner", spec.Owner), zap.Int("pgid", pid), zap.String("path", spec.Path))
 	return svc, nil
 }
