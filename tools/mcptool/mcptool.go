@@ -97,9 +97,10 @@ type Options struct {
 	StartTimeout time.Duration
 	// CallTimeout bounds one tools/call. Zero means 120s.
 	CallTimeout time.Duration
-	// KillGrace bounds how long Close still reads a stdio server's stderr
-	// once its processes are gone (the time between SIGTERM and SIGKILL is
-	// the Launcher's). Zero means 3s.
+	// KillGrace bounds how long a stdio server's stderr is still read once
+	// its own process is gone (what it started may hold it), and how long
+	// a call whose connection broke waits to learn why. The time between
+	// SIGTERM and SIGKILL is the Launcher's. Zero means 3s.
 	KillGrace time.Duration
 	// MaxResultBytes is the most of a result's text the model is given;
 	// beyond it the model gets the tail and the full text is spilled to a
