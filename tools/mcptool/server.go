@@ -258,16 +258,15 @@ func (v *server) changed() {
 	}
 }
 
-// stopped closes the connection and, for a stdio server, returns once its
-// own process has ended and its stderr was read: its exit status and last
-// words are known. teardown does the rest.
+// stopped closes the connection of a server that ended it and, for a
+// stdio server, returns once its own process has ended and its stderr was
+// read: its exit status and last words are known. It is not stopped first:
+// ending what it started walks the process table, which the launcher does
+// on its own once the server has exited, and teardown waits for.
 func (v *server) stopped(cs *mcp.ClientSession) {
 	v.mu.Lock()
 	p := v.proc
 	v.mu.Unlock()
-	if p != nil {
-		p.terminate()
-	}
 	if err := cs.Close(); err != nil {
 		v.log.Debug("mcp session close", zap.Error(err))
 	}

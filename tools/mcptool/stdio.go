@@ -267,12 +267,19 @@ func (p *stdioProc) terminate() {
 
 // awaitExit returns when the server's own process has ended and its stderr
 // was read to the end, or a grace later (what it started may hold stderr).
+// A server that closed its stdout but runs on is stopped after the grace.
 func (p *stdioProc) awaitExit() {
-	if pr := p.process(); pr != nil {
-		<-pr.Exited()
-	}
 	t := time.NewTimer(p.grace)
 	defer t.Stop()
+	if pr := p.process(); pr != nil {
+		select {
+		case <-pr.Exited():
+		case <-t.C:
+			pr.Stop()
+			<-pr.Exited()
+			t.Reset(p.grace)
+		}
+	}
 	select {
 	case <-p.stderrDone:
 	case <-t.C:
