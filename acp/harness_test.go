@@ -451,6 +451,9 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	if o.mcp.Servers.SpillDir == "" {
 		o.mcp.Servers.SpillDir = t.TempDir()
 	}
+	if o.mcp.Launcher == nil {
+		o.mcp.Launcher = serviceLaunchers(ex)
+	}
 	a, err := acp.New(acp.Options{
 		MCP:            o.mcp,
 		Sessions:       reg,

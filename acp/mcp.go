@@ -17,10 +17,15 @@ import (
 // MCPOptions configure the MCP servers the editor passes for each session.
 type MCPOptions struct {
 	// Servers is the template of every session's mcptool.Options: start
-	// and call timeouts, kill grace, result bound, spill directory and
-	// OnGroup (the watchdog hook). Cwd, Logger, OnNotice and OnToolsChanged
-	// are set per session. The zero value uses mcptool's defaults.
+	// and call timeouts, result bound and spill directory. Cwd, Logger,
+	// OnNotice, OnToolsChanged and Launcher are set per session. The zero
+	// value uses mcptool's defaults.
 	Servers mcptool.Options
+	// Launcher, when set, gives the launcher of a session's stdio servers
+	// (mcptool.Options.Launcher): the agent's starts them as services of
+	// that session in the executor, which ends them with it. Nil means
+	// Servers' Launcher.
+	Launcher func(sessionID string) mcptool.Launcher
 	// SpillParent, when set, gives the parent of a session's MCP spill
 	// directory, asked on its first spill (mcptool.Options.SpillParent): the
 	// agent's is the executor's directory of that session, which its
@@ -54,6 +59,9 @@ func (a *Agent) startServers(s *sessions.Session, list []acpsdk.McpServer) {
 	if f := a.opts.MCP.SpillParent; f != nil {
 		id := s.ID
 		opts.SpillParent = func() (string, error) { return f(id) }
+	}
+	if f := a.opts.MCP.Launcher; f != nil {
+		opts.Launcher = f(s.ID)
 	}
 	servers, err := mcptool.Start(mcpConfigs(list), opts)
 	if err != nil {

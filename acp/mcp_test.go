@@ -11,9 +11,11 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
 
 // mcpSession opens a session with servers and waits until each has started
@@ -423,4 +425,23 @@ func TestMCPResume(t *testing.T) {
 	if got, _ := toolResult(rec.reqs[1], "c1"); got != "echo: back" {
 		t.Errorf("c1 = %q", got)
 	}
+}
+
+// serviceLaunchers starts a session's stdio servers as services of that
+// session in the executor, as the agent does (cmd/dsh-acp).
+func serviceLaunchers(ex *executor.Local) func(string) mcptool.Launcher {
+	return func(id string) mcptool.Launcher { return serviceLauncher{ex: ex, owner: id} }
+}
+
+type serviceLauncher struct {
+	ex    *executor.Local
+	owner string
+}
+
+func (l serviceLauncher) Launch(spec mcptool.Launch) (mcptool.Process, error) {
+	svc, err := l.ex.StartService(executor.ServiceSpec{Owner: l.owner, Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env, Stderr: spec.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	return svc, nil
 }

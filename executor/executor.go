@@ -1,11 +1,12 @@
-// Package executor is the one place where commands run. The Executor
-// interface is the seam: the tool layer shapes text over it and never touches
-// a process, so a sandboxed or remote implementation can replace the local one
-// without changing a byte of what the model sees.
+// Package executor is the one place where the agent's processes run:
+// commands, background tasks and a session's services (stdio MCP servers).
+// It is the seam: the tool layer shapes text over the small interface it
+// declares (bashtool.Executor), which *Local fills, and never touches a
+// process; the pluggable starts (Confiner: sandboxed, in a container) sit
+// behind Local, so the model sees the same bytes wherever commands run.
 package executor
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -36,7 +37,7 @@ func (s Stream) String() string {
 	return "stdout"
 }
 
-// Spec describes one command. Zero values mean "not given"; Resolve fills
+// Spec describes one command. Zero values mean "not given"; resolve fills
 // them from the executor's configuration.
 type Spec struct {
 	// Command is run as `bash -c Command`.
@@ -193,53 +194,4 @@ type TaskEnd struct {
 	ID     string
 	Owner  string
 	Status Status
-}
-
-// Executor runs commands. All methods are safe for concurrent use.
-type Executor interface {
-	// Resolve fills the spec's unset fields from the executor's config:
-	// workdir (configured default, else the process's cwd) and timeout
-	// (default, clamped to the maximum). Given values are kept.
-	Resolve(spec Spec) (Spec, error)
-
-	// Run runs a command in the foreground and waits for it. A non-zero exit,
-	// a signal death or a timeout is a Result, not an error. Errors are
-	// infrastructure failures: the command could not start (missing workdir,
-	// no bash), or ctx was cancelled (the error wraps ErrAborted; the
-	// process group was killed and the partial Result is returned).
-	Run(ctx context.Context, spec Spec) (Result, error)
-
-	// Start starts a command in the background and returns its task id at
-	// once ("bash-1", "bash-2", … global to the executor). No timeout applies.
-	// If the command cannot start, the task is recorded as Failed, its end is
-	// delivered to subscribers, and Start returns the id with the error.
-	Start(spec Spec) (string, error)
-
-	// Info describes a task without consuming its output.
-	Info(id string) (TaskInfo, error)
-
-	// Read returns the output produced since the previous Read of the task,
-	// and its status.
-	Read(id string) (Read, error)
-
-	// Kill sends SIGTERM to the task's process group and SIGKILL after the
-	// grace period. Killing a finished task is a no-op that says so; a
-	// second kill does not restart the escalation.
-	Kill(id string) (KillResult, error)
-
-	// KillOwned ends what a closing owner (a session) leaves behind: it
-	// kills every running task the owner owns, removes the spill files of
-	// the owner's commands (a spill file named to the owner lives until
-	// then), and returns how many tasks it signalled.
-	KillOwned(owner string) int
-
-	// Subscribe registers fn to be told, exactly once per task, when a
-	// background task ends. fn runs on an executor goroutine and must not
-	// block for long. It is never called after Close returns. The returned
-	// func unsubscribes.
-	Subscribe(fn func(TaskEnd)) (unsubscribe func())
-
-	// Close kills everything still running and returns when every process
-	// group the executor ever started is gone.
-	Close() error
 }

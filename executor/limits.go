@@ -55,33 +55,29 @@ func DefaultLimits() Limits {
 // WithDefaults fills the zero fields from DefaultLimits.
 func (l Limits) WithDefaults() Limits {
 	def := DefaultLimits()
-	if l.DefaultTimeout == 0 {
-		l.DefaultTimeout = def.DefaultTimeout
-	}
-	if l.MaxTimeout == 0 {
-		l.MaxTimeout = def.MaxTimeout
-	}
-	if l.KillGrace == 0 {
-		l.KillGrace = def.KillGrace
-	}
-	if l.LeftoverGrace == 0 {
-		l.LeftoverGrace = def.LeftoverGrace
-	}
-	if l.TailBytes == 0 {
-		l.TailBytes = def.TailBytes
-	}
-	if l.UnreadBytes == 0 {
-		l.UnreadBytes = def.UnreadBytes
-	}
+	orDefault(&l.DefaultTimeout, def.DefaultTimeout)
+	orDefault(&l.MaxTimeout, def.MaxTimeout)
+	orDefault(&l.KillGrace, def.KillGrace)
+	orDefault(&l.LeftoverGrace, def.LeftoverGrace)
+	orDefault(&l.TailBytes, def.TailBytes)
+	orDefault(&l.UnreadBytes, def.UnreadBytes)
 	if l.CredentialEnv == nil {
 		l.CredentialEnv = def.CredentialEnv
 	}
 	return l
 }
 
+// orDefault sets *v to def when it is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
 // Timeout is the effective timeout of a foreground run that asked for
 // requested: zero means the default, and more than the maximum is clamped to
-// it. A negative request is returned as is (Resolve rejects it).
+// it. A negative request is returned as is (resolve rejects it).
 func (l Limits) Timeout(requested time.Duration) time.Duration {
 	switch {
 	case requested == 0:

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-acp/dsh-acp/executor/agentdir"
 	"github.com/dsh-acp/dsh-acp/executor/proctab"
@@ -23,7 +22,7 @@ type Options struct {
 	Limits
 	// DefaultWorkdir is used when a Spec has no workdir, and relative
 	// workdirs are resolved against it. Empty means the process's cwd at
-	// Resolve time.
+	// resolve time.
 	DefaultWorkdir string
 	// SpillDir is the parent of the executor's private spill directory
 	// (mode 0700, created on first need with os.MkdirTemp). Empty means
@@ -69,6 +68,10 @@ type Options struct {
 	// a sandboxed executor behind the same seam (tests run the tool and
 	// transcript suites against it). It needs Confine.
 	ConfineAll bool
+	// RunMarker, if set, is an environment entry ("NAME=VALUE") added to
+	// every command's and service's environment, by which a process
+	// outliving the agent (the watchdog) finds what left their sessions.
+	RunMarker string
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
 }
@@ -99,7 +102,10 @@ type Local struct {
 	// mu guards the fields below.
 	mu       sync.Mutex
 	closed   bool
-	procs    map[*proc]struct{} // every process group not yet known gone
+	procs    map[*proc]struct{}    // every process group not yet known gone
+	services map[*Service]struct{} // services not yet over, for KillOwned
+	svcTag   string                // names the services' markers (serviceMarker)
+	nextSvc  int
 	tasks    map[string]*task
 	nextTask int
 	subs     map[int]func(TaskEnd)
@@ -112,8 +118,6 @@ type Local struct {
 	closeOnce sync.Once
 	closeErr  error
 }
-
-var _ Executor = (*Local)(nil)
 
 // NewLocal checks opts, fills defaults and snapshots the environment.
 func NewLocal(opts Options) (*Local, error) {
@@ -142,6 +146,9 @@ func NewLocal(opts Options) (*Local, error) {
 	if base == nil {
 		base = os.Environ()
 	}
+	if opts.RunMarker != "" {
+		base = append(slices.Clip(base), opts.RunMarker)
+	}
 	env, withheld := buildEnv(base, opts.KeepEnv, opts.CredentialEnv, opts.Secrets)
 	return &Local{
 		opts:     opts,
@@ -149,6 +156,7 @@ func NewLocal(opts Options) (*Local, error) {
 		withheld: withheld,
 		logger:   opts.Logger,
 		procs:    make(map[*proc]struct{}),
+		services: make(map[*Service]struct{}),
 		tasks:    make(map[string]*task),
 		subs:     make(map[int]func(TaskEnd)),
 		ownDirs:  make(map[string]string),
@@ -162,8 +170,11 @@ func NewLocal(opts Options) (*Local, error) {
 // never passed and not listed.
 func (l *Local) Withheld() []string { return slices.Clone(l.withheld) }
 
-// Resolve fills the workdir and timeout the caller left unset.
-func (l *Local) Resolve(spec Spec) (Spec, error) {
+// resolve fills the spec's unset fields from the executor's config: workdir
+// (configured default, else the process's cwd; a relative one is resolved
+// against it) and timeout (default, clamped to the maximum). Given values
+// are kept.
+func (l *Local) resolve(spec Spec) (Spec, error) {
 	if spec.Timeout < 0 {
 		return spec, fmt.Errorf("resolve: negative timeout %v", spec.Timeout)
 	}
@@ -183,9 +194,13 @@ func (l *Local) Resolve(spec Spec) (Spec, error) {
 	return spec, nil
 }
 
-// Run runs spec in the foreground. See Executor.Run.
+// Run runs spec in the foreground and waits for it. A non-zero exit, a
+// signal death or a timeout is a Result, not an error. Errors are
+// infrastructure failures: the command could not start (missing workdir,
+// no bash), or ctx was cancelled (the error wraps ErrAborted; the process
+// group was killed and the partial Result is returned).
 func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
-	spec, err := l.Resolve(spec)
+	spec, err := l.resolve(spec)
 	if err != nil {
 		return Result{}, err
 	}
@@ -234,8 +249,10 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 	return res, nil
 }
 
-// Subscribe registers fn for background task ends. A call already under way
-// when unsubscribe returns may still complete.
+// Subscribe registers fn to be told, exactly once per task, when a
+// background task ends. fn runs on an executor goroutine and must not block
+// for long. It is never called after Close returns. A call already under
+// way when unsubscribe returns may still complete.
 func (l *Local) Subscribe(fn func(TaskEnd)) (unsubscribe func()) {
 	l.mu.Lock()
 	id := l.nextSub
@@ -261,8 +278,9 @@ func (l *Local) notify(end TaskEnd) {
 	}
 }
 
-// Close kills every process group still running and waits until all of them
-// are gone. It is safe to call more than once; later calls wait the same.
+// Close kills every process group still running (services included) and
+// waits until all of them are gone; nothing new starts after it. It is
+// safe to call more than once; later calls wait the same.
 func (l *Local) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
@@ -274,16 +292,21 @@ func (l *Local) Close() error {
 		l.mu.Unlock()
 
 		sids := make(map[int]bool, len(procs))
+		var markers []string
 		for _, p := range procs {
 			p.terminate(true)
 			if pid := p.hostPid(); pid > 0 {
 				sids[pid] = true
 			}
+			if p.marker != "" {
+				markers = append(markers, p.marker)
+			}
 		}
-		// What left the groups but not the sessions is ended here, for
-		// all commands at once: one walk of the process table per round,
-		// and one grace in all, however many commands there are.
-		l.endSessions(sids)
+		// What left the groups but not the sessions (and what left a
+		// service's session) is ended here, for all commands at once: one
+		// walk of the process table per round, and one grace in all,
+		// however many commands there are.
+		l.endSessions(sids, markers)
 		// Every counted goroutine ends only once its group is gone (see
 		// reap), so this is the "all process groups are gone" point.
 		l.wg.Wait()
@@ -306,46 +329,16 @@ func (l *Local) Close() error {
 }
 
 // endSessions sends SIGTERM to every process group with a live member in
-// one of sids, SIGKILL to what is left after the grace, and returns when
-// no process of those sessions can run any more. Nothing announces the
-// death of processes that are not our children, so it polls, backing off
-// to 50ms.
-func (l *Local) endSessions(sids map[int]bool) {
-	if len(sids) == 0 {
+// one of sids (their leaders' groups had theirs) and to every process
+// carrying one of markers, SIGKILL to what is left after the grace, and
+// returns when none of them can run any more.
+func (l *Local) endSessions(sids map[int]bool, markers []string) {
+	if len(sids) == 0 && len(markers) == 0 {
 		return
 	}
-	deadline := time.Now().Add(l.opts.KillGrace)
-	sig, killing := unix.SIGTERM, false
-	wait := 2 * time.Millisecond
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		ps, err := proctab.List()
-		if err != nil {
-			l.logger.Warn("end sessions", zap.Error(err))
-			return // the per-command reapers still end the groups
-		}
-		groups := proctab.Groups(ps, sids)
-		if len(groups) == 0 {
-			return
-		}
-		if !killing && time.Now().After(deadline) {
-			sig, killing = unix.SIGKILL, true
-		}
-		for g := range groups {
-			// The leaders' groups already had their SIGTERM.
-			if sig == unix.SIGKILL || (sig == unix.SIGTERM && !sids[g]) {
-				proctab.SignalGroup(g, sig)
-			}
-		}
-		// After the first SIGTERM, only SIGKILL is repeated: a group born
-		// meanwhile gets it as well.
-		if !killing {
-			sig = 0
-		}
-		t.Reset(wait)
-		<-t.C
-		wait = min(2*wait, 50*time.Millisecond)
+	err := proctab.End(proctab.Ending{Sessions: sids, Markers: markers, Termed: sids, Grace: l.opts.KillGrace})
+	if err != nil {
+		l.logger.Warn("end sessions", zap.Error(err)) // the per-command reapers still end the groups
 	}
 }
 

@@ -37,6 +37,10 @@ type proc struct {
 	readersLeft atomic.Int32
 	readersDone chan struct{} // closed when both readers returned
 	termC       chan struct{} // closed by the first terminate
+	// marker is a service's own environment entry (see StartService),
+	// which every process it starts inherits, those that leave its
+	// session included; empty for a command. Set before the start.
+	marker string
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -55,6 +59,38 @@ var (
 	readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 	bigBufs  = sync.Pool{New: func() any { b := make([]byte, bigPipe/4); return &b }}
 )
+
+func newProc(l *Local) *proc {
+	return &proc{l: l, exited: make(chan struct{}), readersDone: make(chan struct{}), termC: make(chan struct{})}
+}
+
+// track makes a started process p's and returns its pid: the watchdog is
+// told of it (unless it is remote), its group is recorded (a Close that
+// came between the registration and the start sends its SIGTERM now), and
+// one goroutine waits for it.
+func (l *Local) track(p *proc, process Process) int {
+	pid := process.Pid()
+	p.started = time.Now()
+	remote, _ := process.(RemoteProcess)
+	if w := l.opts.Watcher; w != nil && remote == nil {
+		w.Started(pid)
+	}
+	p.mu.Lock()
+	p.pgid = pid
+	p.remote = remote
+	if !p.termAt.IsZero() {
+		p.signal(unix.SIGTERM)
+	}
+	p.mu.Unlock()
+	go func() {
+		p.status, p.waitErr = process.Wait()
+		if p.waitErr != nil {
+			l.logger.Warn("wait for process", zap.Int("pid", pid), zap.Error(p.waitErr))
+		}
+		close(p.exited)
+	}()
+	return pid
+}
 
 // begin counts a new operation for Close to wait on, unless closed.
 func (l *Local) begin() error {
@@ -84,12 +120,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		return nil, err
 	}
 
-	p := &proc{
-		l:           l,
-		exited:      make(chan struct{}),
-		readersDone: make(chan struct{}),
-		termC:       make(chan struct{}),
-	}
+	p := newProc(l)
 	var obsOut, obsErr func([]byte, string)
 	if obs := spec.Observe; obs != nil {
 		obsOut = func(b []byte, spill string) { obs(Stdout, b, spill) }
@@ -130,28 +161,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 		l.forget(p)
 		return nil, err
 	}
-	pid := process.Pid()
-	p.started = time.Now()
-	remote, _ := process.(RemoteProcess)
-	if w := l.opts.Watcher; w != nil && remote == nil {
-		w.Started(pid)
-	}
-	p.mu.Lock()
-	p.pgid = pid
-	p.remote = remote
-	if !p.termAt.IsZero() {
-		// Close came between registration and Start.
-		p.signal(unix.SIGTERM)
-	}
-	p.mu.Unlock()
-
-	go func() {
-		p.status, p.waitErr = process.Wait()
-		if p.waitErr != nil {
-			l.logger.Warn("wait for command", zap.Int("pid", pid), zap.Error(p.waitErr))
-		}
-		close(p.exited)
-	}()
+	pid := l.track(p, process)
 	l.logger.Debug("command started", zap.String("label", label), zap.Int("pgid", pid), zap.String("workdir", spec.Workdir))
 	p.readersLeft.Store(2)
 	go p.read(outR, p.stdout)
@@ -437,6 +447,11 @@ func (p *proc) signal(sig unix.Signal) {
 		if _, err := proctab.SignalSession(p.pgid, sig); err != nil {
 			p.l.logger.Warn("signal session", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 		}
+		if p.marker != "" {
+			if _, err := proctab.SignalMarked(p.marker, sig); err != nil {
+				p.l.logger.Warn("signal marked processes", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
+			}
+		}
 	}
 }
 
@@ -468,7 +483,7 @@ func (p *proc) checkGone() bool {
 	if gone {
 		return true
 	}
-	if alive(remote, pgid, walk) {
+	if alive(remote, pgid, walk, p.marker) {
 		return false
 	}
 	p.mu.Lock()
@@ -479,12 +494,12 @@ func (p *proc) checkGone() bool {
 }
 
 // alive reports whether a process of the group, or with walk of its
-// session, is left.
-func alive(remote RemoteProcess, pgid int, walk bool) bool {
+// session or carrying its marker (a service's), is left.
+func alive(remote RemoteProcess, pgid int, walk bool, marker string) bool {
 	if remote != nil {
 		return remote.Alive(walk)
 	}
-	return proctab.GroupAlive(pgid) || (walk && proctab.SessionAlive(pgid))
+	return proctab.GroupAlive(pgid) || (walk && proctab.SessionOrMarkedAlive(pgid, marker))
 }
 
 // reapLater makes sure the group of a finished foreground run goes away

@@ -37,10 +37,13 @@ func (t *task) info() TaskInfo {
 	return TaskInfo{ID: t.id, Owner: t.owner, Command: t.command, Workdir: t.workdir, Status: t.getStatus(), Started: t.started}
 }
 
-// Start runs spec in the background. See Executor.Start.
+// Start starts a command in the background and returns its task id at once
+// ("bash-1", "bash-2", … global to the executor). No timeout applies. If the
+// command cannot start, the task is recorded as Failed, its end is
+// delivered to subscribers, and Start returns the id with the error.
 func (l *Local) Start(spec Spec) (string, error) {
-	spec.Timeout = 0 // background tasks have none; do not let Resolve judge it
-	spec, err := l.Resolve(spec)
+	spec.Timeout = 0 // background tasks have none; do not let resolve judge it
+	spec, err := l.resolve(spec)
 	if err != nil {
 		return "", err
 	}
@@ -142,7 +145,8 @@ func (l *Local) Info(id string) (TaskInfo, error) {
 	return t.info(), nil
 }
 
-// Read returns the output produced since the previous Read.
+// Read returns the output produced since the previous Read of the task,
+// and its status.
 func (l *Local) Read(id string) (Read, error) {
 	t, err := l.lookup(id)
 	if err != nil {
@@ -158,7 +162,9 @@ func (l *Local) Read(id string) (Read, error) {
 	return r, nil
 }
 
-// Kill starts SIGTERM→SIGKILL on the task's group and returns at once.
+// Kill sends SIGTERM to the task's process group and SIGKILL after the
+// grace period, and returns at once. Killing a finished task is a no-op
+// that says so; a second kill does not restart the escalation.
 func (l *Local) Kill(id string) (KillResult, error) {
 	t, err := l.lookup(id)
 	if err != nil {
@@ -173,9 +179,11 @@ func (l *Local) Kill(id string) (KillResult, error) {
 	return KillResult{Status: t.getStatus()}, nil
 }
 
-// KillOwned kills every running task of owner and returns how many it
-// signalled. An empty owner matches nothing: unowned tasks belong to no
-// session whose end could justify killing them.
+// KillOwned ends what a closing owner (a session) leaves behind: it kills
+// every running task the owner owns, stops its services, removes the spill
+// files of the owner's commands (unless KeepSpillFiles), and returns how
+// many tasks it signalled. An empty owner matches nothing:
+// unowned tasks belong to no session whose end could justify killing them.
 func (l *Local) KillOwned(owner string) int {
 	if owner == "" {
 		return 0
@@ -187,6 +195,7 @@ func (l *Local) KillOwned(owner string) int {
 			mine = append(mine, t)
 		}
 	}
+	services := l.ownedServices(owner)
 	spills := l.spills[owner]
 	delete(l.spills, owner)
 	ownDir := l.ownDirs[owner]
@@ -197,31 +206,34 @@ func (l *Local) KillOwned(owner string) int {
 	if c := l.opts.Confine; c != nil {
 		c.Release(owner)
 	}
-	// Nobody can refer to a gone owner's output any more (unless the files
-	// are kept for someone outside, KeepSpillFiles). A task still writing
-	// keeps its open file until it dies; the name goes now.
-	if l.opts.KeepSpillFiles {
-		spills = nil
+	if !l.opts.KeepSpillFiles {
+		l.removeSpills(spills, ownDir)
 	}
+	for _, s := range services {
+		s.Stop()
+	}
+	n := 0
+	for _, t := range mine {
+		p := t.proc()
+		if p != nil && t.getStatus().State == Running && p.terminate(false) {
+			n++
+		}
+	}
+	return n
+}
+
+// removeSpills removes a gone owner's spill files and directory: nobody
+// can refer to its output any more. A task still writing keeps its open
+// file until it dies; the name goes now.
+func (l *Local) removeSpills(spills []string, ownDir string) {
 	for _, path := range spills {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			l.logger.Warn("remove spill file", zap.String("path", path), zap.Error(err))
 		}
 	}
-	if ownDir != "" && !l.opts.KeepSpillFiles {
+	if ownDir != "" {
 		if err := os.RemoveAll(ownDir); err != nil {
 			l.logger.Warn("remove spill dir", zap.String("path", ownDir), zap.Error(err))
 		}
 	}
-	n := 0
-	for _, t := range mine {
-		p := t.proc()
-		if p == nil || t.getStatus().State != Running {
-			continue
-		}
-		if p.terminate(false) {
-			n++
-		}
-	}
-	return n
 }

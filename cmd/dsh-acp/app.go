@@ -253,8 +253,9 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 			Servers: mcptool.Options{
 				StartTimeout: cfg.mcpStartTimeout,
 				CallTimeout:  cfg.mcpTimeout,
-				OnGroup:      onGroup(a.guard, log),
 			},
+			// Stdio servers are services of their session in the executor.
+			Launcher: mcpLaunchers(a.exec),
 			// Each session's servers spill into their own private
 			// directory (0700, dsh-acp-mcp-*, made on first need) inside
 			// the executor's directory of that session: a confined command
@@ -321,7 +322,8 @@ func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executo
 		// to open after it exits: they stay. A server's go with their
 		// session.
 		KeepSpillFiles: cfg.headless,
-		Env:            append(os.Environ(), a.guard.env()...),
+		Env:            os.Environ(),
+		RunMarker:      a.guard.runMarker(),
 		KeepEnv:        cfg.keepEnv,
 		Secrets:        nonEmpty(cfg.apiKey),
 		Watcher:        a.guard.watcher(),
@@ -413,23 +415,6 @@ func (a *app) endCommands() {
 		a.execDone = make(chan error, 1)
 		go func() { a.execDone <- a.exec.Close() }()
 	})
-}
-
-// onGroup is mcptool's OnGroup: each stdio MCP server runs in a session of
-// its own (Setsid, so its pgid is its session id), which the watchdog ends
-// if the agent dies however it dies. Nil when there is no watchdog.
-func onGroup(g *guard, log *zap.Logger) func(pgid int, started bool) {
-	if g == nil {
-		return nil
-	}
-	return func(pgid int, started bool) {
-		if started {
-			g.Started(pgid)
-		} else {
-			g.Ended(pgid)
-		}
-		log.Debug("mcp server process group", zap.Int("pgid", pgid), zap.Bool("running", started))
-	}
 }
 
 // cleanup is a stack of closers, pushed as resources are made.

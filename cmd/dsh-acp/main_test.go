@@ -27,8 +27,8 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(mcpServerEnv) == "serve" {
-		os.Exit(mcpServerMain())
+	if mode := os.Getenv(mcpServerEnv); mode != "" {
+		os.Exit(mcpServerMain(mode))
 	}
 	// The in-process app probes the sandbox by re-executing this binary.
 	sandbox.HelperMain(sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})

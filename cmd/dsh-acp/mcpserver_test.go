@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,8 +21,19 @@ const mcpServerEnv = "DSH_TEST_MCP_SERVER"
 const mcpBigLines = 10000
 
 // mcpServerMain serves one tool, big, whose text is the numbers 1 to
-// mcpBigLines, one a line.
-func mcpServerMain() int {
+// mcpBigLines, one a line. In mode "setsid" it first starts a `sleep 1000`
+// in a session of its own, which it never waits for: a daemon that left the
+// server's process group and session.
+func mcpServerMain(mode string) int {
+	if mode == "setsid" {
+		daemon := exec.Command("sleep", "1000")
+		daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := daemon.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "mcp server:", err)
+			return 1
+		}
+		_ = daemon.Process.Release()
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "dsh-acp-test", Version: "1"}, nil)
 	var b strings.Builder
 	for i := 1; i <= mcpBigLines; i++ {

@@ -63,11 +63,12 @@ func (g *guard) watcher() executor.Watcher {
 	return g
 }
 
-func (g *guard) env() []string {
+// runMarker is the executor's Options.RunMarker: empty without a watchdog.
+func (g *guard) runMarker() string {
 	if g == nil {
-		return nil
+		return ""
 	}
-	return []string{g.marker}
+	return g.marker
 }
 
 func (g *guard) close() error {

@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 // Kinds are the directories named this way: "dsh-acp-<kind>-<pid>-<start>-<random>".
@@ -36,7 +38,7 @@ type Agent struct {
 // Self is the calling process.
 var Self = sync.OnceValues(func() (Agent, error) {
 	pid := os.Getpid()
-	start, err := startTime(pid)
+	start, err := proctab.StartTime(pid)
 	if err != nil {
 		return Agent{}, fmt.Errorf("own start time: %w", err)
 	}
@@ -82,7 +84,7 @@ func (a Agent) Alive() bool {
 	if err := unix.Kill(a.Pid, 0); errors.Is(err, unix.ESRCH) {
 		return false
 	}
-	start, err := startTime(a.Pid)
+	start, err := proctab.StartTime(a.Pid)
 	if err != nil {
 		return !errors.Is(unix.Kill(a.Pid, 0), unix.ESRCH)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -65,7 +67,7 @@ func TestRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	start, err := startTime(child.Process.Pid)
+	start, err := proctab.StartTime(child.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

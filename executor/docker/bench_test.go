@@ -44,7 +44,7 @@ func BenchmarkTrueDockerVsLocal(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = local.Close() })
 	ctx := context.Background()
-	run := func(ex executor.Executor) time.Duration {
+	run := func(ex *executor.Local) time.Duration {
 		start := time.Now()
 		res, err := ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
 		if err != nil || res.ExitCode != 0 {

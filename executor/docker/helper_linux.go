@@ -274,33 +274,9 @@ func (h *helper) endAll(grace time.Duration) {
 		sids[pid] = true
 	}
 	h.mu.Unlock()
-	deadline := time.Now().Add(grace)
-	sig := unix.SIGTERM
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		ps, err := proctab.List()
-		if err != nil {
-			return
-		}
-		groups := proctab.Groups(ps, sids)
-		if len(groups) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			sig = unix.SIGKILL
-		}
-		for g := range groups {
-			if sig != 0 {
-				proctab.SignalGroup(g, sig)
-				if sig == unix.SIGTERM {
-					proctab.SignalGroup(g, unix.SIGCONT)
-				}
-			}
-		}
-		if sig == unix.SIGTERM {
-			sig = 0
-		}
-		time.Sleep(wait) // polling a process table: nothing announces the death of a non-child
-	}
+	// The table is the container's (its PID namespace): without it, the
+	// container's end still takes everything.
+	_ = proctab.End(proctab.Ending{Sessions: sids, Grace: grace})
 }
 
 func closeFiles(fs ...*os.File) {

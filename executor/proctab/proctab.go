@@ -32,9 +32,9 @@ func List() ([]Proc, error) {
 	return ps, nil
 }
 
-// Groups returns the process groups that have a live member in one of
+// groups returns the process groups that have a live member in one of
 // sessions, from the table ps.
-func Groups(ps []Proc, sessions map[int]bool) map[int]bool {
+func groups(ps []Proc, sessions map[int]bool) map[int]bool {
 	out := make(map[int]bool)
 	for _, p := range ps {
 		if !p.Zombie && sessions[p.Sid] {
@@ -59,7 +59,7 @@ func SignalSession(sid int, sig unix.Signal) (int, error) {
 		return 0, err
 	}
 	n := 0
-	for pgid := range Groups(ps, map[int]bool{sid: true}) {
+	for pgid := range groups(ps, map[int]bool{sid: true}) {
 		if pgid != sid && SignalGroup(pgid, sig) {
 			n++
 		}
@@ -116,4 +116,47 @@ func GroupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// SignalMarked sends sig (and SIGCONT after SIGTERM) to every live process
+// whose environment holds marker, and returns how many it signalled (none
+// on macOS: see FindMarked).
+func SignalMarked(marker string, sig unix.Signal) (int, error) {
+	ps, err := List()
+	if err != nil {
+		return 0, err
+	}
+	marked := FindMarked(ps, []string{marker}, nil)
+	for _, m := range marked {
+		m.Signal(sig)
+		if sig == unix.SIGTERM {
+			m.Signal(unix.SIGCONT)
+		}
+		m.Close()
+	}
+	return len(marked), nil
+}
+
+// SessionOrMarkedAlive reports, in one walk of the table, whether session
+// sid has a live member or a live process's environment holds marker (if
+// set). An error reading the table counts as alive: the caller keeps
+// trying.
+func SessionOrMarkedAlive(sid int, marker string) bool {
+	ps, err := List()
+	if err != nil {
+		return true
+	}
+	for _, p := range ps {
+		if p.Sid == sid && !p.Zombie {
+			return true
+		}
+	}
+	if marker == "" {
+		return false
+	}
+	marked := FindMarked(ps, []string{marker}, nil)
+	for _, m := range marked {
+		m.Close()
+	}
+	return len(marked) > 0
 }

@@ -28,3 +28,26 @@ func list() ([]Proc, error) {
 	}
 	return out, nil
 }
+
+// StartTime is the kernel's p_starttime, in microseconds since the epoch.
+func StartTime(pid int) (uint64, error) {
+	k, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return 0, err
+	}
+	tv := k.Proc.P_starttime
+	return uint64(tv.Sec)*1e6 + uint64(tv.Usec), nil
+}
+
+// Lookup returns pid's entry of the table; ok is false when there is none.
+func Lookup(pid int) (p Proc, ok bool) {
+	k, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil || int(k.Proc.P_pid) != pid {
+		return Proc{}, false
+	}
+	sid, err := unix.Getsid(pid)
+	if err != nil {
+		return Proc{}, false
+	}
+	return Proc{Pid: pid, Pgid: int(k.Eproc.Pgid), Sid: sid, Zombie: k.Proc.P_stat == sZomb}, true
+}

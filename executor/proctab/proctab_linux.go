@@ -2,6 +2,7 @@ package proctab
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 )
@@ -59,4 +60,28 @@ func stat(pid int, buf []byte) (Proc, bool) {
 	}
 	st := fs[0][0]
 	return Proc{Pid: pid, Pgid: pgid, Sid: sid, Zombie: st == 'Z' || st == 'X'}, true
+}
+
+// StartTime is field 22 of /proc/pid/stat: clock ticks after boot.
+func StartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold anything, ')' included: the fields start
+	// after the last one, with field 3 (the state).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	fs := bytes.Fields(b[i+1:])
+	if len(fs) < 20 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	return strconv.ParseUint(string(fs[19]), 10, 64)
+}
+
+// Lookup returns pid's entry of the table; ok is false when there is none.
+func Lookup(pid int) (p Proc, ok bool) {
+	return stat(pid, make([]byte, 512))
 }

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 // zygoteServer is the zygote's side: it forks the commands and reaps them.
@@ -323,33 +324,20 @@ func (z *zygoteServer) reap(sigc <-chan os.Signal) {
 // namespace whose environment carries marker (a setsid daemon, a `nohup …
 // &`). The /proc here shows only the namespace, so the walk is short. It
 // repeats until a walk finds nothing, since one being killed may have just
-// forked. Each is held by a pidfd before its environment is read, so what
-// is killed is what was read.
+// forked. Each is held by a pidfd before its environment is read again, so
+// what is killed is what was read (proctab.FindMarked).
 func killMarked(marker string) {
-	want := append([]byte(marker), 0)
 	for range 16 {
-		ents, err := os.ReadDir("/proc")
+		ps, err := proctab.List()
 		if err != nil {
 			return
 		}
-		found := false
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == 1 {
-				continue
-			}
-			fd, err := unix.PidfdOpen(pid, 0)
-			if err != nil {
-				continue
-			}
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-			if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
-				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-				found = true
-			}
-			_ = unix.Close(fd)
+		marked := proctab.FindMarked(ps, []string{marker}, nil)
+		for _, m := range marked {
+			m.Signal(unix.SIGKILL)
+			m.Close()
 		}
-		if !found {
+		if len(marked) == 0 {
 			return
 		}
 	}

@@ -161,89 +161,113 @@ func Serve(r io.Reader, opts ServeOptions) error {
 	if opts.PruneEvery == 0 {
 		opts.PruneEvery = time.Second
 	}
-	type msg struct {
-		op  byte
-		sid int
-	}
 	msgs := make(chan msg, 256)
 	readErr := make(chan error, 1)
-	go func() {
-		br := bufio.NewReader(r)
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				close(msgs)
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				readErr <- err
-				return
-			}
-			if len(line) < 3 {
-				continue
-			}
-			sid, err := strconv.Atoi(string(line[1 : len(line)-1]))
-			if err != nil || sid <= 1 {
-				continue
-			}
-			msgs <- msg{line[0], sid}
-		}
-	}()
+	go func() { readErr <- readMsgs(r, msgs) }()
 
-	// live: registered, group not known gone. ended: group gone, session
-	// not yet known empty.
-	live := make(map[int]bool)
-	ended := make(map[int]bool)
+	reg := registry{live: make(map[int]bool), ended: make(map[int]bool)}
 	prune := time.NewTicker(opts.PruneEvery)
 	defer prune.Stop()
-loop:
-	for {
+	for done := false; !done; {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
-				break loop
+				done = true
+				break
 			}
-			switch m.op {
-			case '+':
-				live[m.sid] = true
-				delete(ended, m.sid)
-			case '-':
-				if live[m.sid] {
-					delete(live, m.sid)
-					ended[m.sid] = true
-				}
-			}
+			reg.apply(m)
 		case <-prune.C:
-			if len(ended) == 0 {
-				continue
-			}
-			// A session number cannot be reused while a member lives, so
-			// dropping only empty ones never loses a command's process;
-			// dropping them soon keeps a reused number from being taken for
-			// ours.
-			ps, err := proctab.List()
-			if err != nil {
-				continue
-			}
-			alive := make(map[int]bool)
-			for _, p := range ps {
-				if !p.Zombie && ended[p.Sid] {
-					alive[p.Sid] = true
-				}
-			}
-			for sid := range ended {
-				if !alive[sid] {
-					delete(ended, sid)
-				}
-			}
+			reg.prune()
 		}
 	}
-	sids := live
-	for sid := range ended {
+	endAll(reg.all(), opts.Marker, opts.Grace)
+	return <-readErr
+}
+
+// msg is one registration: '+' a session started, '-' its group is gone.
+type msg struct {
+	op  byte
+	sid int
+}
+
+// readMsgs sends the registrations read from r to msgs and closes it at
+// EOF (nil) or on a read error (returned). Malformed lines are skipped.
+func readMsgs(r io.Reader, msgs chan<- msg) error {
+	defer close(msgs)
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(line) < 3 {
+			continue
+		}
+		sid, err := strconv.Atoi(string(line[1 : len(line)-1]))
+		if err != nil || sid <= 1 {
+			continue
+		}
+		msgs <- msg{line[0], sid}
+	}
+}
+
+// registry is the sessions the watchdog would end now. live: registered,
+// group not known gone. ended: group gone, session not yet known empty.
+type registry struct {
+	live, ended map[int]bool
+}
+
+func (g *registry) apply(m msg) {
+	switch m.op {
+	case '+':
+		g.live[m.sid] = true
+		delete(g.ended, m.sid)
+	case '-':
+		if g.live[m.sid] {
+			delete(g.live, m.sid)
+			g.ended[m.sid] = true
+		}
+	}
+}
+
+// prune drops the ended sessions that have no live member left. A session
+// number cannot be reused while a member lives, so dropping only empty
+// ones never loses a command's process; dropping them soon keeps a reused
+// number from being taken for ours.
+func (g *registry) prune() {
+	if len(g.ended) == 0 {
+		return
+	}
+	ps, err := proctab.List()
+	if err != nil {
+		return
+	}
+	alive := make(map[int]bool)
+	for _, p := range ps {
+		if !p.Zombie && g.ended[p.Sid] {
+			alive[p.Sid] = true
+		}
+	}
+	for sid := range g.ended {
+		if !alive[sid] {
+			delete(g.ended, sid)
+		}
+	}
+}
+
+// all is every session still to end.
+func (g *registry) all() map[int]bool {
+	sids := make(map[int]bool, len(g.live)+len(g.ended))
+	for sid := range g.live {
 		sids[sid] = true
 	}
-	endAll(sids, opts.Marker, opts.Grace)
-	return <-readErr
+	for sid := range g.ended {
+		sids[sid] = true
+	}
+	return sids
 }
 
 // endAll sends SIGTERM to every group of the sessions and every marked
@@ -251,49 +275,15 @@ loop:
 // left or a second after the SIGKILL (a process stuck in the kernel cannot
 // be helped by waiting longer).
 func endAll(sids map[int]bool, marker string, grace time.Duration) {
-	start := time.Now()
-	self := os.Getpid()
-	termed := make(map[int]bool) // groups and pids that had their SIGTERM
-	wait := 2 * time.Millisecond
-	for {
-		killing := time.Since(start) >= grace
-		if killing && time.Since(start) >= grace+time.Second {
-			return
+	var markers []string
+	if marker != "" {
+		markers = []string{marker}
+	}
+	err := proctab.End(proctab.Ending{Sessions: sids, Markers: markers, Grace: grace, GiveUp: time.Second})
+	if err != nil {
+		// Without a table, the groups are still reachable directly.
+		for sid := range sids {
+			proctab.SignalGroup(sid, unix.SIGKILL)
 		}
-		ps, err := proctab.List()
-		if err != nil {
-			// Without a table, the groups are still reachable directly.
-			for sid := range sids {
-				proctab.SignalGroup(sid, unix.SIGKILL)
-			}
-			return
-		}
-		groups := proctab.Groups(ps, sids)
-		marked := markedProcs(ps, marker, self, groups)
-		if len(groups) == 0 && len(marked) == 0 {
-			return
-		}
-		for g := range groups {
-			switch {
-			case killing:
-				proctab.SignalGroup(g, unix.SIGKILL)
-			case !termed[-g]:
-				termed[-g] = true
-				proctab.SignalGroup(g, unix.SIGTERM)
-			}
-		}
-		for _, m := range marked {
-			switch {
-			case killing:
-				m.signal(unix.SIGKILL)
-			case !termed[m.pid]:
-				termed[m.pid] = true
-				m.signal(unix.SIGTERM)
-				m.signal(unix.SIGCONT)
-			}
-			m.close()
-		}
-		time.Sleep(wait) // nothing announces the death of a non-child
-		wait = min(2*wait, 50*time.Millisecond)
 	}
 }

@@ -1,14 +1,22 @@
 // Package layering_test keeps the package arrows of design.md pointing down:
 // the executor and the tools never learn about the protocol, the agent loop
 // never imports the protocol layer, and only the protocol layer, the command
-// and the tests speak to the ACP SDK.
+// and the tests speak to the ACP SDK. It also keeps the executor the one
+// owner of processes: the MCP tools start none, and only executor/proctab
+// reads the process table.
 package layering_test
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,13 +44,33 @@ var forbidden = map[string][]string{
 	"changes":            {"github.com/coder/acp-go-sdk", module},
 	"executor/docker":    {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools", module + "permission"},
 	"internal/logbridge": {module + "acp", module + "agent"},
-	// Named after the agent process; below everything that makes the directories.
+	// Named after the agent process; below everything that makes the
+	// directories (but the process table's reader, see allowed).
 	"executor/agentdir": {module},
-	// The shared test helpers stand below everything they help test.
+	// The one reader of the process table imports nothing of ours.
+	"executor/proctab": {module},
+	// The shared test helpers stand below everything they help test (but
+	// the process table's reader, see allowed).
 	"internal/testutil": {module},
 	"internal/mockllm":  {module},
 	// The engine finder for tests builds the binary; it imports nothing of ours.
 	"internal/dockertest": {module},
+}
+
+// allowed are the exceptions to forbidden: what a package may import
+// although a rule above covers it. Both read the process table, which only
+// executor/proctab does.
+var allowed = map[string][]string{
+	"executor/agentdir": {module + "executor/proctab"},
+	"internal/testutil": {module + "executor/proctab"},
+}
+
+// forbiddenImports maps a package to packages it must not import directly
+// (its dependencies may: the MCP SDK has a command transport of its own).
+// The executor starts, signals and reaps every process of the agent, so
+// the MCP tools, which only ask it for a service, have no use for either.
+var forbiddenImports = map[string][]string{
+	"tools/mcptool": {"os/exec", "golang.org/x/sys/unix", "syscall"},
 }
 
 // testOnly are packages only tests may import: no package's build (its
@@ -52,10 +80,11 @@ var testOnly = []string{module + "internal/testutil", module + "internal/mockllm
 type pkg struct {
 	ImportPath string
 	Deps       []string
+	Imports    []string
 }
 
 func TestLayering(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", module+"...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,Imports", module+"...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
@@ -76,12 +105,20 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s depends on %s, which is for tests only", rel, dep)
 			}
 		}
+		for _, imp := range p.Imports {
+			if slices.Contains(forbiddenImports[rel], imp) {
+				t.Errorf("%s imports %s", rel, imp)
+			}
+		}
 		rules, ok := forbidden[rel]
 		if !ok {
 			continue
 		}
 		seen[rel] = true
 		for _, dep := range p.Deps {
+			if slices.Contains(allowed[rel], dep) {
+				continue
+			}
 			for _, bad := range rules {
 				if dep == bad || (strings.HasSuffix(bad, "/") && strings.HasPrefix(dep, bad)) || strings.HasPrefix(dep, bad+"/") {
 					t.Errorf("%s depends on %s", rel, dep)
@@ -93,5 +130,57 @@ func TestLayering(t *testing.T) {
 		if !seen[rel] {
 			t.Errorf("package %s not found: update the layering rules", rel)
 		}
+	}
+}
+
+// procPaths are the "/proc" string literals allowed outside executor/proctab,
+// by file: they name /proc for a sandbox to mount or let commands read, or a
+// descriptor of our own to bind-mount — none reads another process.
+var procPaths = map[string][]string{
+	"executor/sandbox/sandbox.go":        {"/proc"},          // the tree confined commands may read
+	"executor/sandbox/helper_linux.go":   {"/proc"},          // the namespace's own proc, mounted
+	"executor/sandbox/landlock_linux.go": {"/proc/self/fd/"}, // a bind mount's source: our descriptor
+}
+
+// TestOneProcReader: outside executor/proctab no non-test Go file names a
+// path under /proc (the process table: what a process is, its group, its
+// session, its environment) but for the allowed ones above. Tests may: they
+// look at the processes they started the way a user would.
+func TestOneProcReader(t *testing.T) {
+	root := "../.."
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "executor/proctab" || (rel != "." && strings.HasPrefix(d.Name(), ".")) || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			v, err := strconv.Unquote(lit.Value)
+			if err == nil && (v == "/proc" || strings.HasPrefix(v, "/proc/")) && !slices.Contains(procPaths[rel], v) {
+				t.Errorf("%s names %q: only executor/proctab reads the process table", rel, v)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

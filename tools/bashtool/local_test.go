@@ -448,7 +448,7 @@ func TestLocalOwnershipMatrix(t *testing.T) {
 }
 
 // waitEnded polls the executor until a task is no longer running.
-func waitEnded(t *testing.T, ex executor.Executor, id string) {
+func waitEnded(t *testing.T, ex *executor.Local, id string) {
 	t.Helper()
 	deadline := time.Now().Add(pollDeadline)
 	tick := time.NewTicker(5 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
@@ -120,12 +121,8 @@ func start(t *testing.T, list []mcptool.ServerConfig, opts mcptool.Options) *har
 	}
 	opts.OnNotice = func(n mcptool.Notice) { h.notices.add(n.Message()) }
 	opts.OnToolsChanged = func() { h.changes.add("changed") }
-	opts.OnGroup = func(pgid int, started bool) {
-		if started {
-			h.groups.add("start " + strconv.Itoa(pgid))
-		} else {
-			h.groups.add("end " + strconv.Itoa(pgid))
-		}
+	if opts.Launcher == nil {
+		opts.Launcher = newLauncher(t, opts.KillGrace, h.groups)
 	}
 	s, err := mcptool.Start(list, opts)
 	if err != nil {
@@ -138,6 +135,44 @@ func start(t *testing.T, list []mcptool.ServerConfig, opts mcptool.Options) *har
 		}
 	})
 	return h
+}
+
+// launcher starts the stdio servers as services of a real executor (the
+// agent's), one owner per test, and records "start <pgid>" and "end <pgid>"
+// (no process of the server left) in groups.
+type launcher struct {
+	ex     *executor.Local
+	owner  string
+	groups *events
+}
+
+func newLauncher(t *testing.T, grace time.Duration, groups *events) *launcher {
+	t.Helper()
+	ex, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: grace}, SpillDir: t.TempDir(), Logger: zaptest.NewLogger(t).Named("executor")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before the Servers' Close, so it runs after it.
+	t.Cleanup(func() {
+		if err := ex.Close(); err != nil {
+			t.Errorf("executor Close: %v", err)
+		}
+	})
+	return &launcher{ex: ex, owner: t.Name(), groups: groups}
+}
+
+func (l *launcher) Launch(spec mcptool.Launch) (mcptool.Process, error) {
+	svc, err := l.ex.StartService(executor.ServiceSpec{Owner: l.owner, Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env, Stderr: spec.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	pid := strconv.Itoa(svc.Pid())
+	l.groups.add("start " + pid)
+	go func() {
+		<-svc.Done()
+		l.groups.add("end " + pid)
+	}()
+	return svc, nil
 }
 
 // started waits for every server to settle.

@@ -9,8 +9,10 @@
 // its tools waits for its start). A server that fails to start or
 // dies later is reported once through [Options.OnNotice]; the session works
 // without it, and a call to one of its tools is an error result naming it.
-// [Servers.Close] stops every server of the session: stdio servers run in
-// their own process group, which gets SIGTERM and, after a grace, SIGKILL.
+// [Servers.Close] stops every server of the session. A stdio server is
+// started through [Options.Launcher] (the executor, which owns every process
+// of the agent): it gets SIGTERM and, after a grace, SIGKILL, with
+// everything it started, and ends with its session and with the agent.
 //
 // Tools are named mcp__<server>__<tool>, every character outside
 // [a-zA-Z0-9_-] replaced by '_'; a name longer than the API's 64 bytes, or
@@ -95,8 +97,10 @@ type Options struct {
 	StartTimeout time.Duration
 	// CallTimeout bounds one tools/call. Zero means 120s.
 	CallTimeout time.Duration
-	// KillGrace is the time between SIGTERM and SIGKILL to a stdio server's
-	// process group. Zero means 3s.
+	// KillGrace bounds how long a stdio server's stderr is still read once
+	// its own process is gone (what it started may hold it), and how long
+	// a call whose connection broke waits to learn why. The time between
+	// SIGTERM and SIGKILL is the Launcher's. Zero means 3s.
 	KillGrace time.Duration
 	// MaxResultBytes is the most of a result's text the model is given;
 	// beyond it the model gets the tail and the full text is spilled to a
@@ -126,11 +130,9 @@ type Options struct {
 	// OnToolsChanged is called after a server's tool list was (re)read and
 	// [Servers.Tools] reflects it. It must return quickly.
 	OnToolsChanged func()
-	// OnGroup is called with a stdio server's process group id when it was
-	// started (started true) and when it is gone (started false), so the
-	// caller can register it with a watchdog that kills it if the agent
-	// dies. It must return quickly.
-	OnGroup func(pgid int, started bool)
+	// Launcher starts the stdio servers (see [Launcher]). Nil: a stdio
+	// server fails to start.
+	Launcher Launcher
 
 	// protocolVersion, when set, is the MCP version the client asks for
 	// (tests run both the stateless and the session protocol).

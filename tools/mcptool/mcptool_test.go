@@ -358,12 +358,7 @@ func TestStartTimeout(t *testing.T) {
 	if n != `MCP server "sleepy" failed to start: no answer within 2s (stderr: event: sleeping)` {
 		t.Errorf("notice = %q", n)
 	}
-	var pgid int
-	for _, g := range h.groups.all() {
-		if p, ok := strings.CutPrefix(g, "end "); ok {
-			pgid, _ = strconv.Atoi(p)
-		}
-	}
+	pgid, _ := strconv.Atoi(strings.TrimPrefix(h.groups.wait(ctx, t, "end "), "end "))
 	if pgid == 0 || !testutil.GroupGone(pgid) {
 		t.Errorf("sleepy group %d not gone (%q)", pgid, h.groups.all())
 	}
@@ -486,8 +481,18 @@ func TestEnvironment(t *testing.T) {
 	h.started(ctx, t)
 	r := run(ctx, t, h.tool(t, "mcp__e__env"), `{}`)
 	want := []string{testutil.ChildEnv + "=serve", "GITHUB_TOKEN=ghp_x", "HOME=/override", "LANG=C.UTF-8", "PATH=/usr/bin:/bin"}
-	if got := strings.Split(r.Text, "\n"); !slices.Equal(got, want) {
-		t.Errorf("env = %q, want %q", got, want)
+	// The launcher (the executor) adds the service's marker, by which it
+	// finds what the server started that left its session.
+	var got, markers []string
+	for _, kv := range strings.Split(r.Text, "\n") {
+		if strings.HasPrefix(kv, "DSH_ACP_SVC_") {
+			markers = append(markers, kv)
+			continue
+		}
+		got = append(got, kv)
+	}
+	if !slices.Equal(got, want) || len(markers) != 1 {
+		t.Errorf("env = %q, want %q and one service marker", r.Text, want)
 	}
 }
 
@@ -519,9 +524,7 @@ func TestCloseKillsGroup(t *testing.T) {
 		if !testutil.GroupGone(g) {
 			t.Errorf("group %d survives Close", g)
 		}
-		if h.groups.count("end "+strconv.Itoa(g)) != 1 {
-			t.Errorf("no end event for %d: %q", g, h.groups.all())
-		}
+		h.groups.wait(ctx, t, "end "+strconv.Itoa(g))
 	}
 	for _, pid := range grandchildren {
 		if !testutil.Gone(pid) {

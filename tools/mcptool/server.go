@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -146,8 +145,12 @@ func (v *server) run(dup error) {
 			if err == nil {
 				err = errors.New("connection closed")
 			}
-			v.teardown(cs)
+			// Told as soon as the server's own process is over: a call
+			// that saw the connection break waits for the cause, not for
+			// the end of everything the server started.
+			v.stopped(cs)
 			v.settle(Died, v.withExit(err, true))
+			v.teardown(cs)
 			return
 		case <-v.s.ctx.Done():
 			v.teardown(cs)
@@ -171,12 +174,6 @@ func (v *server) start(ctx context.Context) (*mcp.ClientSession, []toolDef, erro
 		v.mu.Lock()
 		v.proc = p
 		v.mu.Unlock()
-		t.onStart = func(pgid int) {
-			v.log.Info("mcp server spawned", zap.Int("pgid", pgid))
-			if v.s.opts.OnGroup != nil {
-				v.s.opts.OnGroup(pgid, true)
-			}
-		}
 		// A start that times out (or a Close) must not wait for the SDK's
 		// polite shutdown of a server that never answered.
 		stop := context.AfterFunc(ctx, p.terminate)
@@ -261,6 +258,23 @@ func (v *server) changed() {
 	}
 }
 
+// stopped closes the connection of a server that ended it and, for a
+// stdio server, returns once its own process has ended and its stderr was
+// read: its exit status and last words are known. It is not stopped first:
+// ending what it started walks the process table, which the launcher does
+// on its own once the server has exited, and teardown waits for.
+func (v *server) stopped(cs *mcp.ClientSession) {
+	v.mu.Lock()
+	p := v.proc
+	v.mu.Unlock()
+	if err := cs.Close(); err != nil {
+		v.log.Debug("mcp session close", zap.Error(err))
+	}
+	if p != nil {
+		p.awaitExit()
+	}
+}
+
 // teardown closes the connection and, for a stdio server, makes sure its
 // whole group is gone.
 func (v *server) teardown(cs *mcp.ClientSession) {
@@ -279,9 +293,6 @@ func (v *server) teardown(cs *mcp.ClientSession) {
 		p.finish()
 		if pgid := p.group(); pgid > 0 {
 			v.log.Info("mcp server group gone", zap.Int("pgid", pgid))
-			if v.s.opts.OnGroup != nil {
-				v.s.opts.OnGroup(pgid, false)
-			}
 		}
 	}
 }
@@ -296,11 +307,8 @@ func (v *server) withExit(err error, status bool) error {
 		return err
 	}
 	var parts []string
-	if werr, ok := p.exitErr(); ok && status {
-		var ee *exec.ExitError
-		if errors.As(werr, &ee) && !strings.Contains(err.Error(), ee.Error()) {
-			parts = append(parts, ee.Error())
-		}
+	if werr := p.exitErr(); werr != nil && status && !strings.Contains(err.Error(), werr.Error()) {
+		parts = append(parts, werr.Error())
 	}
 	if tail := p.stderrTail(); tail != "" {
 		parts = append(parts, "stderr: "+tail)

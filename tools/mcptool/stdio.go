@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // BaseEnvNames are the variables a stdio server inherits from the agent's
@@ -123,12 +120,52 @@ const (
 	stderrLineMax   = 300
 )
 
-// stdioProc is a stdio server's process group. The MCP SDK's command
-// transport owns the process (it calls Wait when the connection closes);
-// this owns the group: signals to it, the wait for it to be gone, and the
-// stderr pipe.
+// Launcher starts a session's stdio servers. The executor fills it: a
+// server is one of the session's processes, started, watched and ended as
+// its background tasks are (with the session, with the agent, whatever
+// ends the agent), and mcptool starts no process itself.
+type Launcher interface {
+	Launch(spec Launch) (Process, error)
+}
+
+// Launch is one stdio server to start.
+type Launch struct {
+	// Path is the program's absolute path; Args its argv, Args[0] included.
+	Path string
+	Args []string
+	// Dir is the absolute directory it runs in.
+	Dir string
+	// Env is its whole environment (see BaseEnvNames).
+	Env []string
+	// Stderr receives its stderr; the caller closes its copy once Launch
+	// returned.
+	Stderr *os.File
+}
+
+// Process is a started stdio server.
+type Process interface {
+	// Pid is the server's pid, also its process group.
+	Pid() int
+	// Stdin and Stdout are the server's end of the protocol; closing them
+	// is the caller's.
+	Stdin() io.WriteCloser
+	Stdout() io.ReadCloser
+	// Stop starts ending the server and everything it started (SIGTERM,
+	// then SIGKILL after a grace) and returns at once.
+	Stop()
+	// Exited is closed when the server's own process has ended (Err is
+	// then final); what it started may live on until Done.
+	Exited() <-chan struct{}
+	// Done is closed when no process of the server is left.
+	Done() <-chan struct{}
+	// Err is how the server's own process ended: nil before its end and
+	// for exit status 0, else e.g. "exit status 1".
+	Err() error
+}
+
+// stdioProc is a stdio server's process as this package sees it: the
+// Process the Launcher gave (nil until then), and the stderr pipe.
 type stdioProc struct {
-	cmd        *exec.Cmd
 	stderrR    *os.File
 	stderrW    *os.File
 	stderrDone chan struct{}
@@ -136,19 +173,17 @@ type stdioProc struct {
 	log        *zap.Logger
 
 	// mu guards the fields below.
-	mu     sync.Mutex
-	pgid   int
-	termAt time.Time
-	// closed: the connection's Close returned (the leader was waited for
-	// or given up on); closeErr is what it returned (cmd.Wait's error).
-	closed   bool
-	closeErr error
-	tail     []string
+	mu   sync.Mutex
+	proc Process
+	tail []string
 }
 
-// newStdioProc prepares the command. The caller starts it through the
-// returned transport.
-func newStdioProc(cfg ServerConfig, opts Options, log *zap.Logger) (*stdioProc, *groupTransport, error) {
+// newStdioProc prepares the server's launch. The caller starts it through
+// the returned transport.
+func newStdioProc(cfg ServerConfig, opts Options, log *zap.Logger) (*stdioProc, *launchTransport, error) {
+	if opts.Launcher == nil {
+		return nil, nil, errors.New("no launcher for stdio servers")
+	}
 	env := serverEnv(opts.BaseEnv, cfg.Env)
 	path, err := lookPath(cfg.Command, env, opts.Cwd)
 	if err != nil {
@@ -158,24 +193,13 @@ func newStdioProc(cfg ServerConfig, opts Options, log *zap.Logger) (*stdioProc, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd := &exec.Cmd{
-		Path: path,
-		Args: append([]string{cfg.Command}, cfg.Args...),
-		Dir:  opts.Cwd,
-		Env:  env,
-		// An *os.File, so exec starts no copy goroutine that a grandchild
-		// holding the pipe could keep Wait waiting on.
-		Stderr: w,
-		// Setsid, not only Setpgid: the new session is also a new process
-		// group (pgid == pid) and has no controlling terminal, so a server
-		// cannot read from or stop on the terminal of `dsh-acp exec`.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	p := &stdioProc{cmd: cmd, stderrR: r, stderrW: w, stderrDone: make(chan struct{}), grace: opts.KillGrace, log: log}
+	p := &stdioProc{stderrR: r, stderrW: w, stderrDone: make(chan struct{}), grace: opts.KillGrace, log: log}
 	go p.readStderr()
-	t := &groupTransport{
-		inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: opts.KillGrace},
-		proc:  p,
+	t := &launchTransport{
+		launcher: opts.Launcher,
+		spec:     Launch{Path: path, Args: append([]string{cfg.Command}, cfg.Args...), Dir: opts.Cwd, Env: env, Stderr: w},
+		proc:     p,
+		log:      log,
 	}
 	return p, t, nil
 }
@@ -207,18 +231,25 @@ func (p *stdioProc) readStderr() {
 	_, _ = io.Copy(io.Discard, p.stderrR)
 }
 
-func (p *stdioProc) group() int {
+func (p *stdioProc) process() Process {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pgid
+	return p.proc
 }
 
-// exitErr is what waiting for the leader returned, once the connection has
-// been closed.
-func (p *stdioProc) exitErr() (error, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.closeErr, p.closed
+func (p *stdioProc) group() int {
+	if pr := p.process(); pr != nil {
+		return pr.Pid()
+	}
+	return 0
+}
+
+// exitErr is how the server's process ended (nil while it runs).
+func (p *stdioProc) exitErr() error {
+	if pr := p.process(); pr != nil {
+		return pr.Err()
+	}
+	return nil
 }
 
 func (p *stdioProc) stderrTail() string {
@@ -227,114 +258,83 @@ func (p *stdioProc) stderrTail() string {
 	return strings.Join(p.tail, " / ")
 }
 
-// terminate sends SIGTERM to the group (and SIGCONT, so a stopped member
-// gets it) and starts the grace after which finish sends SIGKILL.
+// terminate starts ending the server, if it was launched.
 func (p *stdioProc) terminate() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pgid <= 0 {
-		return
-	}
-	if p.termAt.IsZero() {
-		p.termAt = time.Now()
-	}
-	p.signal(unix.SIGTERM)
-	p.signal(unix.SIGCONT)
-}
-
-// signal sends sig to the group; p.mu must be held.
-func (p *stdioProc) signal(sig unix.Signal) {
-	if err := unix.Kill(-p.pgid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
-		p.log.Warn("signal mcp server group", zap.Int("pgid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
+	if pr := p.process(); pr != nil {
+		pr.Stop()
 	}
 }
 
-// finish returns when the group is gone: it terminates what is left,
-// SIGKILLs it once the grace since terminate has passed, and waits for the
-// stderr reader. Nothing announces the death of group members that are not
-// our children, so it polls, backing off to 50ms.
-func (p *stdioProc) finish() {
-	p.mu.Lock()
-	pgid := p.pgid
-	p.mu.Unlock()
-	if pgid > 0 {
-		p.terminate()
-		wait := 2 * time.Millisecond
-		t := time.NewTimer(wait)
-		killed := time.Time{}
-		for groupAlive(pgid) {
-			p.mu.Lock()
-			since := time.Since(p.termAt)
-			if since >= p.grace && killed.IsZero() {
-				p.signal(unix.SIGKILL)
-				killed = time.Now()
-			}
-			p.mu.Unlock()
-			if !killed.IsZero() && time.Since(killed) > 5*time.Second {
-				p.log.Warn("mcp server group survives SIGKILL", zap.Int("pgid", pgid))
-				break
-			}
-			t.Reset(wait)
-			<-t.C
-			wait = min(2*wait, 50*time.Millisecond)
+// awaitExit returns when the server's own process has ended and its stderr
+// was read to the end, or a grace later (what it started may hold stderr).
+// A server that closed its stdout but runs on is stopped after the grace.
+func (p *stdioProc) awaitExit() {
+	t := time.NewTimer(p.grace)
+	defer t.Stop()
+	if pr := p.process(); pr != nil {
+		select {
+		case <-pr.Exited():
+		case <-t.C:
+			pr.Stop()
+			<-pr.Exited()
+			t.Reset(p.grace)
 		}
-		t.Stop()
 	}
-	_ = p.stderrW.Close()
-	// Every writer of the stderr pipe is gone, unless something left the
-	// group (setsid); do not wait for that one.
 	select {
 	case <-p.stderrDone:
-	case <-time.After(p.grace):
+	case <-t.C:
+	}
+}
+
+// finish returns when the server's processes are gone (the Launcher's
+// owner ends them: terminate, or its own end) and its stderr was read.
+func (p *stdioProc) finish() {
+	if pr := p.process(); pr != nil {
+		pr.Stop()
+		<-pr.Done()
+	}
+	_ = p.stderrW.Close()
+	// Every writer of the stderr pipe is gone, unless something kept it
+	// that is not known to be the server's (it cleared its environment);
+	// do not wait for that one.
+	t := time.NewTimer(p.grace)
+	defer t.Stop()
+	select {
+	case <-p.stderrDone:
+	case <-t.C:
 	}
 	_ = p.stderrR.Close()
 	<-p.stderrDone
 }
 
-// groupTransport starts the command through the SDK's CommandTransport and
-// records the process group and the result of the connection's Close.
-type groupTransport struct {
-	inner *mcp.CommandTransport
-	proc  *stdioProc
-	// onStart is called with the pgid right after the spawn.
-	onStart func(pgid int)
+// launchTransport launches the server through the Launcher and speaks the
+// protocol over its stdin and stdout.
+type launchTransport struct {
+	launcher Launcher
+	spec     Launch
+	proc     *stdioProc
+	log      *zap.Logger
 
 	// conn is the connection Connect returned (nil before, or if it failed).
-	conn *recordingConn
+	conn mcp.Connection
 }
 
-func (t *groupTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.inner.Connect(ctx)
+func (t *launchTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	pr, err := t.launcher.Launch(t.spec)
 	// The child has its copy of the stderr pipe's write end; ours must go
 	// or the reader never sees EOF.
 	_ = t.proc.stderrW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
-	pid := t.inner.Command.Process.Pid
 	t.proc.mu.Lock()
-	t.proc.pgid = pid
+	t.proc.proc = pr
 	t.proc.mu.Unlock()
-	if t.onStart != nil {
-		t.onStart(pid)
+	t.log.Info("mcp server spawned", zap.Int("pgid", pr.Pid()))
+	conn, err := (&mcp.IOTransport{Reader: pr.Stdout(), Writer: pr.Stdin()}).Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-	t.conn = &recordingConn{Connection: conn, proc: t.proc}
-	return t.conn, nil
-}
-
-// recordingConn keeps the result of the first Close: for a command
-// connection that is cmd.Wait's error (the exit status).
-type recordingConn struct {
-	mcp.Connection
-	proc *stdioProc
-}
-
-func (c *recordingConn) Close() error {
-	err := c.Connection.Close()
-	c.proc.mu.Lock()
-	if !c.proc.closed {
-		c.proc.closed, c.proc.closeErr = true, err
-	}
-	c.proc.mu.Unlock()
-	return err
+	t.conn = conn
+	return conn, nil
 }

@@ -181,16 +181,16 @@ func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
 
 	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: t.def.name, Arguments: arguments})
 	if err != nil {
-		return callFailed(ctx, callCtx, v, err)
+		return v.callError(ctx, callCtx, err)
 	}
 	out := Outcome{Text: resultText(res), IsError: res.IsError, Structured: structured(res), Images: resultImages(res)}
 	return v.s.limit(out, t)
 }
 
-// callFailed is the outcome of a call to v that got no result: why, as
-// the model can act on it. ctx is the caller's, callCtx the call's own
-// (with its timeout).
-func callFailed(ctx, callCtx context.Context, v *server, err error) Outcome {
+// callError is the outcome of a call that failed with err: aborted by the
+// turn (ctx), timed out (callCtx), cut by Close, the server's error answer,
+// or a broken transport, which names why the server went when it can.
+func (v *server) callError(ctx, callCtx context.Context, err error) Outcome {
 	switch {
 	case ctx.Err() != nil:
 		return errOutcome("MCP tool call aborted")
@@ -202,8 +202,8 @@ func callFailed(ctx, callCtx context.Context, v *server, err error) Outcome {
 	var werr *jsonrpc.Error
 	if !errors.As(err, &werr) {
 		// Not an answer from the server but a broken transport: the run
-		// goroutine may be recording why (an exit status); give it a
-		// moment so the model reads the cause, not only "EOF".
+		// goroutine may be recording why (an exit status); give it a moment
+		// so the model reads the cause, not only "EOF".
 		v.waitGone(ctx, v.s.opts.KillGrace)
 		if _, serr := v.session(); serr != nil {
 			return errOutcome(serr.Error())

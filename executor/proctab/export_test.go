@@ -1,0 +1,4 @@
+package proctab
+
+// Groups is groups, for the tests.
+var Groups = groups
