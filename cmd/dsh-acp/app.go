@@ -248,7 +248,8 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	a.exec = ex
 	var tracker *changes.Tracker
 	if cfg.diffs != "off" {
-		tracker = changes.New(changes.Options{Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME")})
+		tracker = changes.New(changes.Options{Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME"),
+			NoEvents: cfg.remoteEngine(), Logger: log.Named("changes")})
 	}
 	a.sessions = sessions.New(sessions.Options{
 		OnClose: func(id string) {
