@@ -291,6 +291,9 @@ func newApp(cfg *config, log *zap.Logger) (*app, error) {
 	a.agent, err = acp.New(acp.Options{
 		Sessions:   a.sessions,
 		OnShutdown: a.endCommands,
+		// The editor sees a background task's changes with the notice
+		// that reports its end, unless a bash_output call read it first.
+		Noticed: a.toolset,
 		Loop: &agent.Loop{
 			Provider: provider,
 			// The bash tools, then the plan the editor shows.
