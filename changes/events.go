@@ -61,19 +61,19 @@ type watcher struct {
 	wds map[int]string
 }
 
-// watched reports whether rel is a watched directory.
+// watched reports whether rel is a directory with a live watch.
 func (wt *watcher) watched(rel string) bool {
-	wt.mu.Lock()
-	defer wt.mu.Unlock()
-	_, ok := wt.dirs[rel]
+	_, ok := wt.get(rel)
 	return ok
 }
 
+// get is a directory with a live watch; one whose watch the kernel
+// dropped (it was deleted, maybe made again) is not.
 func (wt *watcher) get(rel string) (dirWatch, bool) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	d, ok := wt.dirs[rel]
-	return d, ok
+	return d, ok && d.wd >= 0
 }
 
 // add watches the directory abs, rel below the root. A directory gone
@@ -164,9 +164,14 @@ func (wt *watcher) note(ev event, dirty map[string]bool) error {
 	case !ok:
 		// A directory no longer watched.
 	case ev.mask&evIgnored != 0:
-		// The watch is gone (the directory was deleted); its parent's
-		// event tells it, and the directory's entry goes with that.
+		// The watch is gone (the directory was deleted). Its entry stays,
+		// dead, until its parent's event (which the deletion raised too)
+		// finds it gone or made again.
 		delete(wt.wds, ev.wd)
+		if d, ok := wt.dirs[rel]; ok && d.wd == ev.wd {
+			d.wd = -1
+			wt.dirs[rel] = d
+		}
 	case ev.mask&evSelf != 0:
 		if rel == "" {
 			return fmt.Errorf("%w: the root moved or was deleted", errRewalk)
@@ -264,14 +269,13 @@ func (tr *tree) update() (*snapshot, error) {
 	w := tr.walker(tr.cur, len(tr.cur.dirs))
 	w.inRepo = tr.rules.top != ""
 	w.carry(dirty)
-	var gone []string
+	// Parents first: a directory a parent's read walked in full is not
+	// read again.
 	for _, rel := range slices.Sorted(maps.Keys(dirty)) {
-		g, err := w.rescan(rel)
-		if err != nil {
+		if err := w.rescan(rel); err != nil {
 			_ = w.group.Wait()
 			return nil, err
 		}
-		gone = append(gone, g...)
 	}
 	if err := w.group.Wait(); err != nil {
 		return nil, err
@@ -280,7 +284,7 @@ func (tr *tree) update() (*snapshot, error) {
 		return nil, *p
 	}
 	w.readAll()
-	w.drop(gone)
+	w.drop()
 	return w.next, nil
 }
 
@@ -301,33 +305,58 @@ func (w *walker) carry(dirty map[string]bool) {
 }
 
 // rescan reads one watched directory again (not the watched directories
-// below it) and returns the watched subdirectories that are gone from it.
-// A directory no longer watched was gone with its parent.
-func (w *walker) rescan(rel string) ([]string, error) {
+// below it) and forgets the watched subdirectories gone from it. A
+// directory no longer watched was gone with its parent, or walked in full
+// by its parent's read.
+func (w *walker) rescan(rel string) error {
 	d, ok := w.watch.get(rel)
-	if !ok {
-		return nil, nil
+	if !ok || w.wasRead(rel) {
+		return nil
 	}
 	seen, err := w.scan(&dirScan{abs: join(w.tr.root, rel), domain: d.domain, rel: rel, ignore: d.ignore, shallow: true})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var gone []string
 	for _, child := range w.watch.children(rel) {
 		if !slices.Contains(seen, child[strings.LastIndexByte(child, '/')+1:]) {
-			w.watch.removeTree(child)
-			gone = append(gone, child)
+			w.reset(child)
 		}
 	}
-	return gone, nil
+	return nil
 }
 
-// drop removes the directories below those that are gone from the new
-// snapshot.
-func (w *walker) drop(gone []string) {
+// reset forgets what was below rel: its watches now, its files and
+// directories of the previous snapshot when the refresh is done (drop).
+func (w *walker) reset(rel string) {
+	w.watch.removeTree(rel)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fresh = append(w.fresh, rel)
+}
+
+// wasRead reports whether this walk read the directory rel already.
+func (w *walker) wasRead(rel string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.made, rel)
+}
+
+// drop removes from the new snapshot the previous snapshot's directories
+// below those reset, but those this walk read.
+func (w *walker) drop() {
+	if len(w.fresh) == 0 {
+		return
+	}
+	made := map[string]bool{}
+	for _, rel := range w.made {
+		made[rel] = true
+	}
 	for rel, d := range w.next.dirs {
-		for _, g := range gone {
-			if rel == g || strings.HasPrefix(rel, g+"/") {
+		if made[rel] {
+			continue
+		}
+		for _, f := range w.fresh {
+			if rel == f || strings.HasPrefix(rel, f+"/") {
 				delete(w.next.dirs, rel)
 				w.next.kept -= d.kept
 				break

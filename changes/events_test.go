@@ -25,6 +25,8 @@ func TestEventsSeeWhatTheWalkSees(t *testing.T) {
 	write(t, filepath.Join(root, "d", "e", "deep.txt"), "deep\n")
 	write(t, filepath.Join(root, "moved", "m.txt"), "m\n")
 	write(t, filepath.Join(root, "away", "w.txt"), "w\n")
+	write(t, filepath.Join(root, "again", "sub", "old.txt"), "old\n")
+	write(t, filepath.Join(root, "again", "gone", "g.txt"), "g\n")
 	outside := t.TempDir()
 	write(t, filepath.Join(outside, "in", "x", "y.txt"), "y\n")
 	core, logs := observer.New(zap.InfoLevel)
@@ -50,6 +52,10 @@ func TestEventsSeeWhatTheWalkSees(t *testing.T) {
 		{"edit what moved in", "echo y2 > in/x/y.txt", []string{`modified in/x/y.txt old="y\n" new="y2\n"`}},
 		{"remove a tree", "rm -rf d", []string{`deleted d/e/deep.txt old="deep\ndeeper\n"`, `deleted d/e/moved/m.txt old="m2\n"`}},
 		{"ignored", "echo l > n/o/x.log", nil},
+		{"made again", "rm -rf again && mkdir -p again/sub && echo new > again/sub/new.txt", []string{`deleted again/gone/g.txt old="g\n"`,
+			`created again/sub/new.txt new="new\n"`, `deleted again/sub/old.txt old="old\n"`}},
+		{"in what was made again", "echo newer > again/sub/new.txt && mkdir again/gone", []string{`modified again/sub/new.txt old="new\n" new="newer\n"`}},
+		{"in what was made again, deeper", "echo g2 > again/gone/g.txt", []string{`created again/gone/g.txt new="g2\n"`}},
 		// Files a new rule ignores leave the measured tree.
 		{"rules change", "echo '*.txt' > n/.gitignore && echo s > n/s.md", []string{`created n/.gitignore new="*.txt\n"`,
 			`deleted n/o/p.txt old="p\n"`, `deleted n/o/r.txt old="r\n"`, `deleted n/q.txt old="q\n"`, `created n/s.md new="s\n"`}},

@@ -244,6 +244,10 @@ type walker struct {
 	// made are the directories this walk read (the others, in a refresh
 	// from events, are the previous snapshot's).
 	made []string
+	// fresh are, in a refresh from events, the directories read in full
+	// (new ones) or gone: what the previous snapshot held below them and
+	// this walk did not read is dropped.
+	fresh []string
 }
 
 // unread is a file to read after the walk.
@@ -458,8 +462,13 @@ func (w *walker) visit(s *dirScan, de os.DirEntry) error {
 	case isDir:
 		s.subdirs = append(s.subdirs, name)
 		childRel := string(s.key)
-		if s.shallow && w.watch.watched(childRel) {
-			return nil
+		if s.shallow {
+			if w.watch.watched(childRel) {
+				return nil
+			}
+			// New, or made again since it was watched: walked afresh, and
+			// what was below that path before is forgotten.
+			w.reset(childRel)
 		}
 		path := append(s.domain[:len(s.domain):len(s.domain)], name)
 		childAbs, ignore := filepath.Join(s.abs, name), s.ignore
