@@ -116,7 +116,7 @@ func (wt *watcher) removeTree(rel string) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	for d, w := range wt.dirs {
-		if d != rel && !strings.HasPrefix(d, rel+"/") {
+		if !under(d, rel) {
 			continue
 		}
 		delete(wt.dirs, d)
@@ -269,8 +269,8 @@ func (tr *tree) update() (*snapshot, error) {
 	w := tr.walker(tr.cur, len(tr.cur.dirs))
 	w.inRepo = tr.rules.top != ""
 	w.carry(dirty)
-	// Parents first: a directory a parent's read walked in full is not
-	// read again.
+	// Parents first: a directory its parent's read walks in full, or
+	// found gone, is not read again.
 	for _, rel := range slices.Sorted(maps.Keys(dirty)) {
 		if err := w.rescan(rel); err != nil {
 			_ = w.group.Wait()
@@ -306,11 +306,11 @@ func (w *walker) carry(dirty map[string]bool) {
 
 // rescan reads one watched directory again (not the watched directories
 // below it) and forgets the watched subdirectories gone from it. A
-// directory no longer watched was gone with its parent, or walked in full
-// by its parent's read.
+// directory no longer watched was gone with its parent; one its parent's
+// read reset is walked in full or gone.
 func (w *walker) rescan(rel string) error {
 	d, ok := w.watch.get(rel)
-	if !ok || w.wasRead(rel) {
+	if !ok || w.isFresh(rel) {
 		return nil
 	}
 	seen, err := w.scan(&dirScan{abs: join(w.tr.root, rel), domain: d.domain, rel: rel, ignore: d.ignore, shallow: true})
@@ -334,11 +334,17 @@ func (w *walker) reset(rel string) {
 	w.fresh = append(w.fresh, rel)
 }
 
-// wasRead reports whether this walk read the directory rel already.
-func (w *walker) wasRead(rel string) bool {
+// isFresh reports whether rel is at or below a directory reset by this
+// refresh: walked in full (maybe still being walked), or gone.
+func (w *walker) isFresh(rel string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Contains(w.made, rel)
+	return slices.ContainsFunc(w.fresh, func(f string) bool { return under(rel, f) })
+}
+
+// under reports whether rel is dir or below it.
+func under(rel, dir string) bool {
+	return rel == dir || strings.HasPrefix(rel, dir+"/")
 }
 
 // drop removes from the new snapshot the previous snapshot's directories
@@ -356,7 +362,7 @@ func (w *walker) drop() {
 			continue
 		}
 		for _, f := range w.fresh {
-			if rel == f || strings.HasPrefix(rel, f+"/") {
+			if under(rel, f) {
 				delete(w.next.dirs, rel)
 				w.next.kept -= d.kept
 				break
