@@ -67,6 +67,13 @@ func (wt *watcher) watched(rel string) bool {
 	return ok
 }
 
+// count is how many directories are watched.
+func (wt *watcher) count() int {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return len(wt.wds)
+}
+
 // get is a directory with a live watch; one whose watch the kernel
 // dropped (it was deleted, maybe made again) is not.
 func (wt *watcher) get(rel string) (dirWatch, bool) {

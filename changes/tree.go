@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -211,7 +212,19 @@ func (tr *tree) refreshLocked() (*snapshot, bool) {
 		return nil, false
 	}
 	tr.cur = next
+	tr.logCost()
 	return next, true
+}
+
+// logCost says what the tree costs after a whole walk: the directories
+// watched and the content its snapshot keeps.
+func (tr *tree) logCost() {
+	watches := 0
+	if tr.watch != nil {
+		watches = tr.watch.count()
+	}
+	tr.opts.Logger.Debug("changes: tree walked", zap.String("root", tr.root), zap.Int("directories", len(tr.cur.dirs)),
+		zap.Int("watches", watches), zap.Int64("content_bytes", tr.cur.kept))
 }
 
 // walker is one walk of a tree. Directories are read in parallel (stat
