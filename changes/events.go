@@ -232,7 +232,7 @@ func (tr *tree) startEvents() {
 func (tr *tree) stopEvents(err error) {
 	tr.closeWatch()
 	if errors.Is(err, errRewalk) {
-		tr.opts.Logger.Debug("changes: walking the tree once", zap.String("root", tr.root), zap.Error(err))
+		tr.opts.Logger.Debug("walking the tree once", zap.String("root", tr.root), zap.Error(err))
 		return
 	}
 	tr.giveUp(err)
@@ -241,7 +241,7 @@ func (tr *tree) stopEvents(err error) {
 // giveUp walks the tree at every refresh from now on, and says so once.
 func (tr *tree) giveUp(err error) {
 	tr.noEvents = true
-	tr.opts.Logger.Info("changes: no file-system events; each command walks the tree", zap.String("root", tr.root), zap.Error(err))
+	tr.opts.Logger.Info("no file-system events; each command walks the tree", zap.String("root", tr.root), zap.Error(err))
 }
 
 func (tr *tree) closeWatch() {

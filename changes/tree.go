@@ -223,7 +223,7 @@ func (tr *tree) logCost() {
 	if tr.watch != nil {
 		watches = tr.watch.count()
 	}
-	tr.opts.Logger.Debug("changes: tree walked", zap.String("root", tr.root), zap.Int("directories", len(tr.cur.dirs)),
+	tr.opts.Logger.Debug("tree walked", zap.String("root", tr.root), zap.Int("directories", len(tr.cur.dirs)),
 		zap.Int("watches", watches), zap.Int64("content_bytes", tr.cur.kept))
 }
 
