@@ -61,6 +61,11 @@ type Options struct {
 	// Models lists the endpoint's other models for the model option, once
 	// per process; nil means the configured one only.
 	Models ModelLister
+	// Noticed, if set, tells what the session's background tasks changed
+	// whose end a completion notice reported: the editor is shown it at the
+	// end of the turn the notice went with, unless a bash_output call of
+	// the turn showed it.
+	Noticed Noticed
 	// OnShutdown, if set, is called once as Serve starts to shut down,
 	// before it closes the sessions and waits for their turns: the owner
 	// of the commands ends them all at once there. It must not block.

@@ -76,7 +76,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		Model:       s.Model(),
 		Thinking:    a.sessionThinking(s),
 		Usage:       s.Usage(),
-		Notices:     s.DrainNotices,
+		Notices:     a.notices(s),
 		Plan:        s.Plan(),
 		Approver:    a.approver(s, conn, log),
 		// The session's reader: a file is read again only when it changed,
@@ -89,6 +89,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		},
 	})
 	flushNotes()
+	a.showNoticed(s, ui)
 	// History is appended before end() lets a superseding turn start, so the
 	// next turn sees this one's messages (or the compacted history); the
 	// store is synced at this turn boundary, however the turn ended.

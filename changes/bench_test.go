@@ -110,6 +110,7 @@ func BenchmarkGitStatus(b *testing.B) {
 func BenchmarkOneFileChanged(b *testing.B) {
 	benchSizes(b, func(b *testing.B, root string) {
 		tr := changes.New(changes.Options{})
+		defer tr.Close()
 		k := changes.Key{Session: "s", Root: root}
 		tr.Begin(k).End()
 		file := filepath.Join(root, "pkg005", "f042.go")
@@ -136,6 +137,7 @@ func BenchmarkOneFileChanged(b *testing.B) {
 func BenchmarkNothingChanged(b *testing.B) {
 	benchSizes(b, func(b *testing.B, root string) {
 		tr := changes.New(changes.Options{})
+		defer tr.Close()
 		k := changes.Key{Session: "s", Root: root}
 		tr.Begin(k).End()
 		self0, kids0 := cpuTime(b)
@@ -168,6 +170,8 @@ func BenchmarkFirstCommand(b *testing.B) {
 			runtime.ReadMemStats(&after)
 			held = after.HeapAlloc - before.HeapAlloc
 			runtime.KeepAlive(m)
+			m.Discard()
+			tr.Close()
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(held), "heap-bytes/session")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"go.uber.org/zap"
 )
 
 // Defaults of Options.
@@ -49,6 +50,17 @@ type Options struct {
 	Home string
 	// XDGConfigHome is $XDG_CONFIG_HOME; empty means Home/.config.
 	XDGConfigHome string
+	// NoEvents walks the whole tree after every command, without
+	// file-system events: for files the commands change through another
+	// kernel (a remote engine's host sharing the tree), whose writes raise
+	// no event here. On Linux the default is to use inotify where the
+	// root's file system is local; elsewhere trees are always walked.
+	NoEvents bool
+	// MaxWatches is the most directories one tree watches; past it the
+	// tree is walked.
+	MaxWatches int
+	// Logger says when a tree gives events up; nil means no log.
+	Logger *zap.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -60,6 +72,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTrees <= 0 {
 		o.MaxTrees = DefaultMaxTrees
+	}
+	if o.MaxWatches <= 0 {
+		o.MaxWatches = DefaultMaxWatches
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
 	}
 	return o
 }
@@ -142,7 +160,10 @@ func New(opts Options) *Tracker {
 // or is too large).
 func (t *Tracker) Begin(k Key) *Mark {
 	start := time.Now()
-	tr := t.tree(k)
+	tr, evicted := t.tree(k)
+	if evicted != nil {
+		evicted.drop()
+	}
 	base, ok := tr.begin()
 	if !ok {
 		return nil
@@ -150,42 +171,58 @@ func (t *Tracker) Begin(k Key) *Mark {
 	return &Mark{tree: tr, base: base, start: start}
 }
 
-// Forget drops every snapshot of session (it closed).
+// Forget drops every snapshot of session (it closed), and closes their
+// watchers.
 func (t *Tracker) Forget(session string) {
+	t.forget(func(k Key) bool { return k.Session == session })
+}
+
+// Close drops every snapshot and closes their watchers.
+func (t *Tracker) Close() {
+	t.forget(func(Key) bool { return true })
+}
+
+func (t *Tracker) forget(match func(Key) bool) {
+	var gone []*tree
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k := range t.trees {
-		if k.Session == session {
+	for k, tr := range t.trees {
+		if match(k) {
 			delete(t.trees, k)
+			gone = append(gone, tr)
 		}
+	}
+	t.mu.Unlock()
+	// Outside t.mu: a tree's lock may wait for a walk, which must not hold
+	// up the other sessions' commands.
+	for _, tr := range gone {
+		tr.drop()
 	}
 }
 
-// tree returns the key's tree, making it (and dropping the least recently
-// used one past MaxTrees) if needed.
-func (t *Tracker) tree(k Key) *tree {
+// tree returns the key's tree, making it if needed; past MaxTrees the
+// least recently used one is no longer kept, and returned for the caller
+// to drop.
+func (t *Tracker) tree(k Key) (tr, evicted *tree) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.clock++
 	if tr, ok := t.trees[k]; ok {
 		tr.used = t.clock
-		return tr
+		return tr, nil
 	}
-	for len(t.trees) >= t.opts.MaxTrees {
+	if len(t.trees) >= t.opts.MaxTrees {
 		var oldest Key
-		var oldestUse uint64
-		first := true
 		for key, tr := range t.trees {
-			if first || tr.used < oldestUse {
-				oldest, oldestUse, first = key, tr.used, false
+			if evicted == nil || tr.used < evicted.used {
+				oldest, evicted = key, tr
 			}
 		}
 		delete(t.trees, oldest)
 	}
-	tr := newTree(k.Root, t.opts, t.global)
+	tr = newTree(k.Root, t.opts, t.global)
 	tr.used = t.clock
 	t.trees[k] = tr
-	return tr
+	return tr, evicted
 }
 
 // Mark is a tree's state before a command.
@@ -230,34 +267,48 @@ const deletedClaim = -1
 // diff lists the files that differ between two snapshots of root, leaving
 // out the created and changed ones whose ctime is before since, and those
 // whose same version was already claimed by another command that ended in
-// the meantime (the claims are rel → ctime). It claims what it lists.
+// the meantime (the claims are rel → ctime). It claims what it lists. A
+// directory both snapshots share did not change.
 func diff(root string, before, after *snapshot, since int64, claimed map[string]int64) []Change {
 	var out []Change
+	for dir, a := range after.dirs {
+		if b := before.dirs[dir]; a != b {
+			out = changedIn(out, root, b, a, since, claimed)
+		}
+	}
+	for dir, b := range before.dirs {
+		if a := after.dirs[dir]; a != b {
+			out = deletedFrom(out, root, b, a, claimed)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// changedIn appends the files of a directory created or changed from
+// before (nil: the directory is new) to after.
+func changedIn(out []Change, root string, before, after *dirFiles, since int64, claimed map[string]int64) []Change {
 	for rel, a := range after.files {
-		b, ok := before.files[rel]
 		if c, done := claimed[rel]; done && c == a.ctime {
 			continue
 		}
-		var ch Change
-		switch {
-		case a.ctime < since:
-			// Not changed since the command started.
+		b, ok := before.get(rel)
+		ch, changed := change(b, ok, a, since)
+		if !changed {
 			continue
-		case !ok:
-			ch = Change{Path: join(root, rel), Op: Created, New: a.side()}
-		case b.known && a.known && b.text == a.text:
-			// Unchanged, touched, or rewritten with the same bytes.
-			continue
-		case (!b.known || !a.known) && b.sameStat(a):
-			continue
-		default:
-			ch = Change{Path: join(root, rel), Op: Modified, Old: b.side(), New: a.side()}
 		}
+		ch.Path = join(root, rel)
 		claimed[rel] = a.ctime
 		out = append(out, ch)
 	}
+	return out
+}
+
+// deletedFrom appends the files of a directory that are no longer in
+// after (nil: the directory is gone).
+func deletedFrom(out []Change, root string, before, after *dirFiles, claimed map[string]int64) []Change {
 	for rel, b := range before.files {
-		if _, ok := after.files[rel]; ok {
+		if _, ok := after.get(rel); ok {
 			continue
 		}
 		if c, done := claimed[rel]; done && c == deletedClaim {
@@ -266,6 +317,24 @@ func diff(root string, before, after *snapshot, since int64, claimed map[string]
 		claimed[rel] = deletedClaim
 		out = append(out, Change{Path: join(root, rel), Op: Deleted, Old: b.side()})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// change is what became of a file that is in the new snapshot as a (and
+// in the old one as b, if existed), when the command started at since
+// did it.
+func change(b entry, existed bool, a entry, since int64) (Change, bool) {
+	switch {
+	case a.ctime < since:
+		// Not changed since the command started.
+		return Change{}, false
+	case !existed:
+		return Change{Op: Created, New: a.side()}, true
+	case b.known && a.known && b.text == a.text:
+		// Unchanged, touched, or rewritten with the same bytes.
+		return Change{}, false
+	case (!b.known || !a.known) && b.sameStat(a):
+		return Change{}, false
+	}
+	return Change{Op: Modified, Old: b.side(), New: a.side()}, true
 }

@@ -76,6 +76,7 @@ func TestChanges(t *testing.T) {
 	write(t, filepath.Join(root, "old-name.txt"), "moving\n")
 	write(t, filepath.Join(root, "sub", "same.txt"), "same\n")
 	tr := changes.New(changes.Options{})
+	t.Cleanup(tr.Close)
 
 	cases := []struct {
 		name, command string
@@ -110,6 +111,7 @@ func TestIgnored(t *testing.T) {
 	home := t.TempDir()
 	write(t, filepath.Join(home, ".config", "git", "ignore"), "*.swp\n")
 	tr := changes.New(changes.Options{Home: home})
+	t.Cleanup(tr.Close)
 	got := measure(t, tr, filepath.Join(root, "src"), "mkdir -p ../node_modules/x && echo a > ../node_modules/x/i.js && echo b > app.log && echo c > gen.go && echo d > x.swp && mkdir -p ../build && echo e > ../build/out && echo f > kept.go")
 	want := []string{`created kept.go new="f\n"`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -129,6 +131,7 @@ func TestEditBetweenCommands(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "user.txt"), "v1\n")
 	tr := changes.New(changes.Options{})
+	t.Cleanup(tr.Close)
 	if got := measure(t, tr, root, "true"); got != nil {
 		t.Fatalf("first command: %q", got)
 	}
@@ -164,6 +167,7 @@ func TestTooManyFiles(t *testing.T) {
 		write(t, filepath.Join(root, string(rune('a'+i))), "x")
 	}
 	tr := changes.New(changes.Options{MaxFiles: 3})
+	t.Cleanup(tr.Close)
 	if m := tr.Begin(changes.Key{Session: "s", Root: root}); m != nil {
 		t.Errorf("Begin on a tree past MaxFiles = %v, want nil", m)
 	}
@@ -180,6 +184,7 @@ func TestContentBudget(t *testing.T) {
 	write(t, filepath.Join(root, "a.txt"), "0123456789\n")
 	write(t, filepath.Join(root, "b.txt"), "0123456789\n")
 	tr := changes.New(changes.Options{ContentBudget: 15})
+	t.Cleanup(tr.Close)
 	m := tr.Begin(changes.Key{Session: "s", Root: root})
 	run(t, root, "echo changed > a.txt; echo changed > b.txt")
 	cs := m.End()

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -58,17 +59,43 @@ func (e entry) side() Side {
 	return Side{Size: e.size, Text: e.text, Known: e.known, Binary: e.binary}
 }
 
-// snapshot is a tree's regular files by path relative to its root
-// (slash-separated). It is never changed once made, so a Mark can hold it
-// while later walks make new ones.
+// snapshot is a tree's regular files, by directory (its path relative to
+// the root, slash-separated; "" for the root). It is never changed once
+// made, so a Mark can hold it while later walks make new ones; and so is
+// each directory's part, so a refresh from events shares those of the
+// directories no event named with the snapshot before it.
 type snapshot struct {
+	dirs map[string]*dirFiles
+	// kept is the content bytes the files hold.
+	kept int64
+}
+
+// dirFiles are the regular files of one directory, by their path relative
+// to the root.
+type dirFiles struct {
 	files map[string]entry
+	// kept is the content bytes the files hold.
+	kept int64
+}
+
+// get is a nil-safe lookup: a directory the snapshot does not hold has no
+// files.
+func (d *dirFiles) get(rel string) (entry, bool) {
+	if d == nil {
+		return entry{}, false
+	}
+	e, ok := d.files[rel]
+	return e, ok
 }
 
 // lookup finds a file by its path as bytes, without allocating; the entry
 // holds the path as a string, for the next snapshot to reuse.
 func (s *snapshot) lookup(key []byte) (entry, bool) {
-	e, ok := s.files[string(key)]
+	d := s.dirs[string(key[:max(0, bytes.LastIndexByte(key, '/'))])]
+	if d == nil {
+		return entry{}, false
+	}
+	e, ok := d.files[string(key)]
 	return e, ok
 }
 
@@ -90,6 +117,20 @@ type tree struct {
 	// does not report the same change again.
 	open    int
 	claimed map[string]int64
+
+	// watch tells which directories changed since the last walk (Linux);
+	// nil while the tree is walked whole.
+	watch *watcher
+	// rules is what the ignore rules above the root were read from at the
+	// last whole walk; the events do not see them change.
+	rules rulesStamp
+	// noEvents: events were given up for this tree (and it was said in
+	// the log); every refresh walks.
+	noEvents bool
+	// dropped: the Tracker no longer keeps the tree (its session closed,
+	// or it was the least recently used); a command still ending walks
+	// it without a watcher, which nobody would close.
+	dropped bool
 }
 
 func newTree(root string, opts Options, global []gitignore.Pattern) *tree {
@@ -109,6 +150,14 @@ func (tr *tree) begin() (*snapshot, bool) {
 		tr.open++
 	}
 	return cur, ok
+}
+
+// drop closes the tree's watcher: the Tracker no longer keeps it.
+func (tr *tree) drop() {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.dropped = true
+	tr.closeWatch()
 }
 
 // closeLocked counts a command as ended; once none is open, the claims
@@ -136,15 +185,26 @@ func (tr *tree) end(base *snapshot, since int64) []Change {
 	return diff(tr.root, base, cur, since, tr.claimed)
 }
 
-// refreshLocked walks the tree, reusing the latest snapshot's content for
-// files whose stat data did not change, and makes the result the latest.
-// The caller holds tr.mu.
+// refreshLocked brings the latest snapshot up to date and returns it:
+// with a watcher, by reading again only the directories the events name;
+// else by a walk of the tree, reusing the latest snapshot's content for
+// files whose stat data did not change. The caller holds tr.mu.
 func (tr *tree) refreshLocked() (*snapshot, bool) {
 	if tr.tooBig {
 		return nil, false
 	}
+	if tr.cur != nil && tr.watch != nil {
+		next, err := tr.update()
+		if err == nil {
+			tr.cur = next
+			return next, true
+		}
+		tr.stopEvents(err)
+	}
+	tr.startEvents()
 	next, err := tr.walk(tr.cur)
 	if err != nil {
+		tr.closeWatch()
 		if errors.Is(err, errTooBig) {
 			tr.tooBig = true
 			tr.cur = nil
@@ -152,7 +212,19 @@ func (tr *tree) refreshLocked() (*snapshot, bool) {
 		return nil, false
 	}
 	tr.cur = next
+	tr.logCost()
 	return next, true
+}
+
+// logCost says what the tree costs after a whole walk: the directories
+// watched and the content its snapshot keeps.
+func (tr *tree) logCost() {
+	watches := 0
+	if tr.watch != nil {
+		watches = tr.watch.count()
+	}
+	tr.opts.Logger.Debug("tree walked", zap.String("root", tr.root), zap.Int("directories", len(tr.cur.dirs)),
+		zap.Int("watches", watches), zap.Int64("content_bytes", tr.cur.kept))
 }
 
 // walker is one walk of a tree. Directories are read in parallel (stat
@@ -164,11 +236,17 @@ type walker struct {
 	start time.Time
 	// inRepo: the root is in a git repository, whose ignore rules apply.
 	inRepo bool
-	group  errgroup.Group
-	count  atomic.Int64
+	// stamp is what the rules above the root were read from.
+	stamp rulesStamp
+	group errgroup.Group
+	count atomic.Int64
 
 	// kept is the content bytes the new snapshot holds so far.
 	kept atomic.Int64
+	// watch, when set, gets a watch on each directory the walk enters;
+	// watchErr is the first error it gave (the walk goes on without).
+	watch    *watcher
+	watchErr atomic.Pointer[error]
 
 	// mu guards next and toRead.
 	mu   sync.Mutex
@@ -176,6 +254,13 @@ type walker struct {
 	// toRead are the files whose content is read once the walk is done:
 	// a tree found too large is not read at all.
 	toRead []unread
+	// made are the directories this walk read (the others, in a refresh
+	// from events, are the previous snapshot's).
+	made []string
+	// fresh are, in a refresh from events, the directories read in full
+	// (new ones) or gone: what the previous snapshot held below them and
+	// this walk did not read is dropped.
+	fresh []string
 }
 
 // unread is a file to read after the walk.
@@ -188,18 +273,27 @@ func (tr *tree) walk(prev *snapshot) (*snapshot, error) {
 	if prev == nil {
 		prev = &snapshot{}
 	}
-	w := &walker{tr: tr, prev: prev, next: &snapshot{files: make(map[string]entry, len(prev.files))}, start: time.Now()}
-	w.group.SetLimit(walkers)
+	w := tr.walker(prev, len(prev.dirs))
 	domain, ignore, err := w.repoPatterns()
 	if err != nil {
 		return nil, err
 	}
+	tr.rules = w.stamp
 	w.group.Go(func() error { return w.dir(tr.root, domain, "", ignore) })
 	if err := w.group.Wait(); err != nil {
 		return nil, err
 	}
+	if p := w.watchErr.Load(); p != nil {
+		tr.stopEvents(*p)
+	}
 	w.readAll()
 	return w.next, nil
+}
+
+func (tr *tree) walker(prev *snapshot, size int) *walker {
+	w := &walker{tr: tr, prev: prev, next: &snapshot{dirs: make(map[string]*dirFiles, size)}, start: time.Now(), watch: tr.watch}
+	w.group.SetLimit(walkers)
+	return w
 }
 
 // readAll reads the files the walk found new or changed, a few at a time.
@@ -215,8 +309,17 @@ func (w *walker) readAll() {
 	}
 	_ = g.Wait()
 	for _, u := range w.toRead {
-		w.next.files[u.e.rel] = u.e
+		w.next.dirs[parentOf(u.e.rel)].files[u.e.rel] = u.e
 	}
+	for _, rel := range w.made {
+		d := w.next.dirs[rel]
+		for _, e := range d.files {
+			if e.known {
+				d.kept += e.size
+			}
+		}
+	}
+	w.next.kept = w.kept.Load()
 }
 
 // walkers is how many directories one walk reads at once.
@@ -234,6 +337,7 @@ func (w *walker) repoPatterns() ([]string, []gitignore.Pattern, error) {
 		return nil, nil, fmt.Errorf("changes: %s is not a directory", root)
 	}
 	top := repoTop(root)
+	w.stamp = stampRules(top)
 	if top == "" {
 		return nil, nil, nil
 	}
@@ -267,75 +371,130 @@ func repoTop(dir string) string {
 	}
 }
 
-// dir walks one directory: abs on disk, domain its path in the repository
-// (for the ignore rules), rel its path below the root ("" for the root),
-// ignore the rules of the directories above it. Subdirectories go to other
-// goroutines while there are free ones.
+// dir walks one directory and everything below it: abs on disk, domain
+// its path in the repository (for the ignore rules), rel its path below
+// the root ("" for the root), ignore the rules of the directories above it.
+// Subdirectories go to other goroutines while there are free ones.
 func (w *walker) dir(abs string, domain []string, rel string, ignore []gitignore.Pattern) error {
-	d, err := os.Open(abs)
+	_, err := w.scan(&dirScan{abs: abs, domain: domain, rel: rel, ignore: ignore})
+	return err
+}
+
+// dirScan is one directory being read.
+type dirScan struct {
+	abs, rel string
+	domain   []string
+	ignore   []gitignore.Pattern
+	// shallow: the directory is read again after an event, its watched
+	// subdirectories are not entered (their files did not change), and
+	// it is watched already.
+	shallow bool
+
+	match gitignore.Matcher
+	dirfd int
+	// scratch is a file's path in the repository, for the matcher: one
+	// slice per directory, not one per file.
+	scratch []string
+	key     []byte
+	batch   []entry
+	reads   []unread
+	// subdirs are the names of the subdirectories measured.
+	subdirs []string
+}
+
+// scan reads one directory's entries: files into the new snapshot (or the
+// list to read), subdirectories walked. It returns the names of the
+// subdirectories it measured.
+func (w *walker) scan(s *dirScan) ([]string, error) {
+	if w.watch != nil && !s.shallow {
+		// Watched before it is read: a change made after the read is an
+		// event, one made before it is in the read.
+		w.watchDir(s)
+	}
+	d, err := os.Open(s.abs)
 	var ents []os.DirEntry
 	if err == nil {
 		defer d.Close()
 		ents, err = d.ReadDir(-1)
 	}
 	if err != nil {
-		if rel == "" {
-			return fmt.Errorf("changes: read %s: %w", abs, err)
+		if s.rel == "" {
+			return nil, fmt.Errorf("changes: read %s: %w", s.abs, err)
 		}
 		// A directory the agent cannot read is not measured; the rest is.
+		return nil, nil
+	}
+	s.dirfd = int(d.Fd())
+	if w.count.Add(int64(len(ents))) > int64(w.tr.opts.MaxFiles) {
+		return nil, errTooBig
+	}
+	w.rules(s, ents)
+	s.scratch = make([]string, len(s.domain)+1)
+	copy(s.scratch, s.domain)
+	s.batch = make([]entry, 0, len(ents))
+	defer func() { w.keepAll(s.rel, s.batch, s.reads) }()
+	for _, de := range ents {
+		if err := w.visit(s, de); err != nil {
+			return nil, err
+		}
+	}
+	return s.subdirs, nil
+}
+
+// rules sets the matcher of a directory in a repository: the rules above
+// it plus its own .gitignore.
+func (w *walker) rules(s *dirScan, ents []os.DirEntry) {
+	if !w.inRepo {
+		return
+	}
+	ignore := s.ignore
+	if slices.ContainsFunc(ents, func(de os.DirEntry) bool { return de.Name() == ".gitignore" && de.Type().IsRegular() }) {
+		ignore = append(ignore[:len(ignore):len(ignore)], readPatterns(filepath.Join(s.abs, ".gitignore"), s.domain)...)
+	}
+	s.ignore, s.match = ignore, gitignore.NewMatcher(ignore)
+}
+
+// visit measures one entry of a directory: a file is kept or listed to
+// read, a subdirectory walked (unless it is watched and the scan shallow).
+func (w *walker) visit(s *dirScan, de os.DirEntry) error {
+	name := de.Name()
+	if name == ".git" {
 		return nil
 	}
-	dirfd := int(d.Fd())
-	if w.count.Add(int64(len(ents))) > int64(w.tr.opts.MaxFiles) {
-		return errTooBig
+	isDir := de.IsDir()
+	s.scratch[len(s.domain)] = name
+	if s.match != nil && s.match.Match(s.scratch, isDir) {
+		return nil
 	}
-	var match gitignore.Matcher
-	if w.inRepo {
-		if slices.ContainsFunc(ents, func(de os.DirEntry) bool { return de.Name() == ".gitignore" && de.Type().IsRegular() }) {
-			ignore = append(ignore[:len(ignore):len(ignore)], readPatterns(filepath.Join(abs, ".gitignore"), domain)...)
-		}
-		match = gitignore.NewMatcher(ignore)
+	s.key = append(s.key[:0], s.rel...)
+	if s.rel != "" {
+		s.key = append(s.key, '/')
 	}
-	// scratch is a file's path in the repository, for the matcher: one
-	// slice per directory, not one per file.
-	scratch := make([]string, len(domain)+1)
-	copy(scratch, domain)
-	var key []byte
-	batch := make([]entry, 0, len(ents))
-	var reads []unread
-	defer func() { w.keepAll(batch, reads) }()
-	for _, de := range ents {
-		name := de.Name()
-		if name == ".git" {
-			continue
-		}
-		isDir := de.IsDir()
-		scratch[len(domain)] = name
-		if match != nil && match.Match(scratch, isDir) {
-			continue
-		}
-		key = append(key[:0], rel...)
-		if rel != "" {
-			key = append(key, '/')
-		}
-		key = append(key, name...)
-		switch {
-		case isDir:
-			path := append(domain[:len(domain):len(domain)], name)
-			childAbs, childRel := filepath.Join(abs, name), string(key)
-			sub := func() error { return w.dir(childAbs, path, childRel, ignore) }
-			if !w.group.TryGo(sub) {
-				if err := sub(); err != nil {
-					return err
-				}
+	s.key = append(s.key, name...)
+	switch {
+	case isDir:
+		s.subdirs = append(s.subdirs, name)
+		childRel := string(s.key)
+		if s.shallow {
+			if w.watch.watched(childRel) {
+				return nil
 			}
-		case de.Type().IsRegular():
-			if e, err := statAt(dirfd, name); err == nil && e.regular {
-				if e, same := w.file(key, e); same {
-					batch = append(batch, e)
-				} else {
-					reads = append(reads, unread{abs: filepath.Join(abs, name), e: e})
-				}
+			// New, or made again since it was watched: walked afresh, and
+			// what was below that path before is forgotten.
+			w.reset(childRel)
+		}
+		path := append(s.domain[:len(s.domain):len(s.domain)], name)
+		childAbs, ignore := filepath.Join(s.abs, name), s.ignore
+		sub := func() error { return w.dir(childAbs, path, childRel, ignore) }
+		if !w.group.TryGo(sub) {
+			return sub()
+		}
+	case de.Type().IsRegular():
+		if e, err := statAt(s.dirfd, name); err == nil && e.regular {
+			if e, same := w.file(s.key, e); same {
+				s.batch = append(s.batch, e)
+			} else {
+				s.reads = append(s.reads, unread{abs: filepath.Join(s.abs, name), e: e})
 			}
 		}
 	}
@@ -376,12 +535,15 @@ func (w *walker) fits(e entry) bool {
 
 // keepAll adds one directory's files to the new snapshot, and those to
 // read to the list, under one lock.
-func (w *walker) keepAll(es []entry, reads []unread) {
+func (w *walker) keepAll(rel string, es []entry, reads []unread) {
+	d := &dirFiles{files: make(map[string]entry, len(es)+len(reads))}
+	for _, e := range es {
+		d.files[e.rel] = e
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, e := range es {
-		w.next.files[e.rel] = e
-	}
+	w.next.dirs[rel] = d
+	w.made = append(w.made, rel)
 	w.toRead = append(w.toRead, reads...)
 }
 

@@ -201,6 +201,14 @@ type Result struct {
 	Locations []Location
 }
 
+// Noticed is what a background task changed, shown to the editor with the
+// completion notice that reported its end (when no bash_output call did
+// first). Result's Text is the notice, as the model reads it.
+type Noticed struct {
+	TaskID string
+	Result
+}
+
 // Change is one entry of what a call changed: a text file's diff, or a
 // line said instead (a binary or large file, the files past the cut).
 type Change struct {

@@ -230,6 +230,9 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 	a.agent, err = acp.New(acp.Options{
 		Sessions:   a.sessions,
 		OnShutdown: a.endCommands,
+		// The editor sees a background task's changes with the notice
+		// that reports its end, unless a bash_output call read it first.
+		Noticed: a.toolset,
 		Loop: &agent.Loop{
 			Provider: provider,
 			// The bash tools, then the plan the editor shows.
@@ -299,7 +302,10 @@ func (a *app) confiner(cfg *config, limits executor.Limits) (confine executor.Co
 // what commands change, which it forgets a session's part of at its close).
 func (a *app) newSessions(cfg *config, offered func() bool) {
 	if cfg.diffs != "off" {
-		a.tracker = changes.New(changes.Options{Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME")})
+		a.tracker = changes.New(changes.Options{Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME"),
+			NoEvents: cfg.remoteEngine(), Logger: a.log.Named("changes")})
+		// Its inotify descriptors go last, once no command measures.
+		a.cleanup.push(func() error { a.tracker.Close(); return nil })
 	}
 	a.sessions = sessions.New(sessions.Options{
 		OnClose:     a.sessionClosed,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,6 +51,17 @@ func (c *dockerConfig) validate(kind string) error {
 		return fmt.Errorf("--executor must be local or docker, got %q", kind)
 	}
 	return nil
+}
+
+// remoteEngine: commands run in another host's files (a Docker engine at
+// tcp:// or ssh://, as the executor tells them apart), whose writes raise
+// no file-system event here: the diffs walk the tree after each command.
+func (c *config) remoteEngine() bool {
+	if c.executorKind() != "docker" || c.getenv == nil {
+		return false
+	}
+	host := c.getenv("DOCKER_HOST")
+	return host != "" && !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://")
 }
 
 // startDocker makes the Confiner that runs every command in its session's

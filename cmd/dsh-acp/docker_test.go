@@ -63,3 +63,30 @@ func TestDockerFlags(t *testing.T) {
 		}
 	}
 }
+
+// The diffs walk the tree when commands write another host's files: a
+// remote engine's.
+func TestRemoteEngineWalks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		executor, host string
+		remote         bool
+	}{
+		{"local", "tcp://build:2376", false},
+		{"docker", "", false},
+		{"docker", "unix:///var/run/docker.sock", false},
+		{"docker", "tcp://build:2376", true},
+		{"docker", "ssh://me@build", true},
+	} {
+		cfg := &config{getenv: func(k string) string {
+			if k == "DOCKER_HOST" {
+				return tc.host
+			}
+			return ""
+		}}
+		cfg.docker.executor = tc.executor
+		if got := cfg.remoteEngine(); got != tc.remote {
+			t.Errorf("--executor %s, DOCKER_HOST=%q: remote %v, want %v", tc.executor, tc.host, got, tc.remote)
+		}
+	}
+}

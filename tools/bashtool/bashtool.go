@@ -162,6 +162,21 @@ func (s *Set) Close() error {
 	return nil
 }
 
+// NoticesDelivered says the session's completion notices queued so far
+// went with a model request.
+func (s *Set) NoticesDelivered(sessionID string) {
+	s.pending.delivered(sessionID)
+}
+
+// NoticedChanges takes what the session's background tasks changed whose
+// end a delivered completion notice reported, for the editor to show with
+// it: call it when the turn the notices went with ends, so that a
+// bash_output call of that turn which reads a task's end shows its changes
+// instead. A task that changed nothing is not in it.
+func (s *Set) NoticedChanges(sessionID string) []tools.Noticed {
+	return s.pending.noticed(sessionID)
+}
+
 // Forget drops what the session's background tasks changed and no
 // bash_output reported: the session closed.
 func (s *Set) Forget(sessionID string) {
@@ -182,6 +197,11 @@ func (s *Set) taskEnded(end executor.TaskEnd) {
 	if s.closed || s.notify == nil {
 		return
 	}
+	// Told before the notice is queued, so the drain that delivers the
+	// notice finds the task's changes.
+	raw := RawOutput{TaskID: end.ID}
+	raw.status(end.Status)
+	s.pending.tell(end.Owner, end.ID, text, raw)
 	s.notify(end.Owner, text)
 	// The next model request of the session carries the notice from now
 	// on; the golden transcripts' commands wait on this line.

@@ -173,9 +173,70 @@ func jsonLen(s string) int {
 // its completion notice is queued, so a command that runs after the notice
 // never sees them as its own.
 type pendingChanges struct {
-	// mu guards tasks.
+	// mu guards tasks and told.
 	mu    sync.Mutex
 	tasks map[string]*taskChanges
+	// told are, by owner, the tasks whose end a notice reported, in order.
+	told map[string][]toldTask
+}
+
+// toldTask is a task whose end a completion notice reported.
+type toldTask struct {
+	id, notice string
+	raw        RawOutput
+	// delivered: the notice went with a model request.
+	delivered bool
+}
+
+// tell records that a notice reported a measured task's end.
+func (p *pendingChanges) tell(owner, id, notice string, raw RawOutput) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.tasks[id]; !ok {
+		return
+	}
+	if p.told == nil {
+		p.told = map[string][]toldTask{}
+	}
+	p.told[owner] = append(p.told[owner], toldTask{id: id, notice: notice, raw: raw})
+}
+
+// delivered marks the notices of owner's tasks told so far as delivered.
+func (p *pendingChanges) delivered(owner string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.told[owner] {
+		p.told[owner][i].delivered = true
+	}
+}
+
+// noticed takes what the tasks of owner whose end a delivered notice
+// reported changed; a task that changed nothing, or whose bash_output call
+// showed it already, has nothing to show.
+func (p *pendingChanges) noticed(owner string) []tools.Noticed {
+	p.mu.Lock()
+	var told, kept []toldTask
+	for _, t := range p.told[owner] {
+		if t.delivered {
+			told = append(told, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == 0 {
+		delete(p.told, owner)
+	} else {
+		p.told[owner] = kept
+	}
+	p.mu.Unlock()
+	var out []tools.Noticed
+	for _, t := range told {
+		if s := p.take(t.id); s.count > 0 {
+			r := withChanges(tools.Result{Text: t.notice, Raw: t.raw, Failed: t.raw.failed()}, s)
+			out = append(out, tools.Noticed{TaskID: t.id, Result: r})
+		}
+	}
+	return out
 }
 
 // taskChanges is one background task's measure, made once and kept as the
@@ -248,4 +309,5 @@ func (p *pendingChanges) forget(owner string) {
 			delete(p.tasks, id)
 		}
 	}
+	delete(p.told, owner)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/docker"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
@@ -42,6 +43,13 @@ type local struct {
 // and dropped output are cheap to provoke. The executor is closed at cleanup,
 // after the tool set; Close waits until every process group is gone.
 func newLocal(t *testing.T, opts executor.Options) *local {
+	t.Helper()
+	return newLocalTracked(t, opts, nil)
+}
+
+// newLocalTracked is newLocal with the tool set measuring what commands
+// change with tr.
+func newLocalTracked(t *testing.T, opts executor.Options, tr *changes.Tracker) *local {
 	t.Helper()
 	opts.Logger = zaptest.NewLogger(t)
 	if opts.SpillDir == "" {
@@ -69,8 +77,9 @@ func newLocal(t *testing.T, opts executor.Options) *local {
 	l.toolbox = newToolbox(t, bashtool.Options{
 		Executor: ex,
 		// The same limits value for both, as cmd wires them.
-		Limits: opts.Limits,
-		Logger: zaptest.NewLogger(t),
+		Limits:  opts.Limits,
+		Logger:  zaptest.NewLogger(t),
+		Changes: tr,
 		Notify: func(session, text string) {
 			select {
 			case l.notices <- session + ": " + text:
