@@ -137,9 +137,10 @@ func TestLayering(t *testing.T) {
 // by file: they name /proc for a sandbox to mount or let commands read, or a
 // descriptor of our own to bind-mount — none reads another process.
 var procPaths = map[string][]string{
-	"executor/sandbox/sandbox.go":        {"/proc"},          // the tree confined commands may read
-	"executor/sandbox/helper_linux.go":   {"/proc"},          // the namespace's own proc, mounted
-	"executor/sandbox/landlock_linux.go": {"/proc/self/fd/"}, // a bind mount's source: our descriptor
+	"executor/sandbox/sandbox.go":             {"/proc"},          // the tree confined commands may read
+	"executor/sandbox/helper_linux.go":        {"/proc"},          // the namespace's own proc, mounted
+	"executor/sandbox/zygote_server_linux.go": {"/proc"},          // the same, by the zygote that is its init
+	"executor/sandbox/landlock_linux.go":      {"/proc/self/fd/"}, // a bind mount's source: our descriptor
 }
 
 // TestOneProcReader: outside executor/proctab no non-test Go file names a
