@@ -194,4 +194,7 @@ type TaskEnd struct {
 	ID     string
 	Owner  string
 	Status Status
+	// Shutdown: the executor's Close ended the task (the agent is
+	// stopping), not the task itself, a kill or its session's close.
+	Shutdown bool
 }

@@ -108,7 +108,7 @@ func (l *Local) supervise(t *task) {
 		st.State = Killed
 	}
 	l.logger.Debug("task ended", zap.String("task", t.id), zap.Stringer("state", st.State), zap.Int("exit_code", st.ExitCode), zap.String("signal", st.Signal))
-	l.finish(t, st)
+	l.finish(t, st, p.closing())
 	p.reap()
 }
 
@@ -119,11 +119,11 @@ func (t *task) proc() *proc {
 }
 
 // finish records a task's end and tells the subscribers, exactly once.
-func (l *Local) finish(t *task, st Status) {
+func (l *Local) finish(t *task, st Status, shutdown bool) {
 	t.mu.Lock()
 	t.status = st
 	t.mu.Unlock()
-	l.notify(TaskEnd{ID: t.id, Owner: t.owner, Status: st})
+	l.notify(TaskEnd{ID: t.id, Owner: t.owner, Status: st, Shutdown: shutdown})
 }
 
 func (l *Local) lookup(id string) (*task, error) {

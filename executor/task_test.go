@@ -376,7 +376,8 @@ func TestKillOwned(t *testing.T) {
 }
 
 // Each end is delivered exactly once — completed, killed, failed, and killed
-// by Close — and none after Close returns.
+// by Close — and none after Close returns; only the one Close ended says
+// Shutdown (the agent does not record those: the next process reports them).
 func TestSubscribeOnce(t *testing.T) {
 	t.Parallel()
 	l, err := executor.NewLocal(executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}, DefaultWorkdir: t.TempDir()})
@@ -415,6 +416,9 @@ func TestSubscribeOnce(t *testing.T) {
 			t.Errorf("%s delivered %d times", id, len(got))
 		}
 		gotStates[id] = got[0].Status.State
+		if want := id == atClose; got[0].Shutdown != want {
+			t.Errorf("%s: Shutdown %v, want %v", id, got[0].Shutdown, want)
+		}
 	}
 	if d := cmp.Diff(wantStates, gotStates, cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("ends (-want +got):\n%s", d)

@@ -363,13 +363,16 @@ func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executo
 	}
 	a.exec = ex
 	unsubscribe := ex.Subscribe(func(end executor.TaskEnd) {
-		if end.Owner != "" {
+		// A task the agent's own shutdown ends is not recorded: the next
+		// process finds it started and never ended, and tells the model
+		// it was stopped by the restart. Recorded or not would otherwise
+		// be a race with the sessions' close, and its entry would make
+		// the session the newest in session/list for no act of the user.
+		if end.Owner != "" && !end.Shutdown {
 			reg.TaskEnded(end.Owner, end.ID, end.Status.State.String())
 		}
 	})
 	a.cleanup.push(func() error { unsubscribe(); return nil })
-	// Pushed after the subscription, so it runs before the unsubscribe:
-	// the ends of the tasks it kills are still recorded.
 	a.cleanup.push(func() error { a.endCommands(); return <-a.execDone })
 	return nil
 }
