@@ -301,6 +301,14 @@ const maxDrain = 1 << 20
 // grace expired; everything the shell wrote before exiting is still in the
 // pipe buffer and must not be lost to a deadline.
 func drain(f *os.File, c *capture, buf []byte) {
+	ReadReady(f, buf, maxDrain, func(b []byte) { _, _ = c.Write(b) })
+}
+
+// ReadReady passes fn what the pipe f holds right now, a read of at most
+// len(buf) bytes at a time, up to about limit bytes in all, and never waits
+// for more: a writer that keeps writing must not keep the caller. It clears
+// f's read deadline (a deadline is how the caller woke its reader for this).
+func ReadReady(f *os.File, buf []byte, limit int, fn func([]byte)) {
 	if err := f.SetReadDeadline(time.Time{}); err != nil {
 		return
 	}
@@ -310,17 +318,16 @@ func drain(f *os.File, c *capture, buf []byte) {
 	}
 	total := 0
 	_ = rc.Read(func(fd uintptr) bool {
-		for total < maxDrain {
+		for total < limit {
 			n, err := unix.Read(int(fd), buf)
 			if n > 0 {
-				_, _ = c.Write(buf[:n])
+				fn(buf[:n])
 				total += n
 				continue
 			}
-			if errors.Is(err, unix.EINTR) {
-				continue
+			if !errors.Is(err, unix.EINTR) {
+				break // EOF, EAGAIN (nothing more right now) or a real error
 			}
-			break // EOF, EAGAIN (nothing more right now) or a real error
 		}
 		return true // never wait for more
 	})

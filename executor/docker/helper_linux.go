@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
@@ -210,28 +211,7 @@ const maxCatchUp = 1 << 20
 
 // drain sends what the pipe holds right now, without waiting for more.
 func (h *helper) drain(id uint32, s *outStream, buf []byte) {
-	if err := s.f.SetReadDeadline(time.Time{}); err != nil {
-		return
-	}
-	rc, err := s.f.SyscallConn()
-	if err != nil {
-		return
-	}
-	total := 0
-	_ = rc.Read(func(fd uintptr) bool {
-		for total < maxCatchUp {
-			n, err := unix.Read(int(fd), buf)
-			if n > 0 {
-				h.send(s.kind, id, buf[:n])
-				total += n
-				continue
-			}
-			if !errors.Is(err, unix.EINTR) {
-				break // EOF, EAGAIN (nothing more now) or a real error
-			}
-		}
-		return true // never wait for more
-	})
+	executor.ReadReady(s.f, buf, maxCatchUp, func(b []byte) { h.send(s.kind, id, b) })
 }
 
 func (h *helper) pgid(id uint32) int {

@@ -82,18 +82,7 @@ func SignalGroup(pgid int, sig unix.Signal) bool {
 
 // SessionAlive reports whether session sid has a live member. An error
 // reading the table counts as alive: the caller keeps trying.
-func SessionAlive(sid int) bool {
-	ps, err := List()
-	if err != nil {
-		return true
-	}
-	for _, p := range ps {
-		if p.Sid == sid && !p.Zombie {
-			return true
-		}
-	}
-	return false
-}
+func SessionAlive(sid int) bool { return SessionOrMarkedAlive(sid, "") }
 
 // GroupAlive reports whether process group pgid has a member that can still
 // run. Zombies do not count: one whose new parent never reaps it (a PID 1
