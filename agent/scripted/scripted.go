@@ -13,7 +13,10 @@
 //	tool_calls  array    of {"name": string, "arguments": any JSON value};
 //	                     an object (or array, number …) is sent as its compact
 //	                     JSON text, a string is sent verbatim (so a script can
-//	                     send malformed arguments), absent means "{}"
+//	                     send malformed arguments), absent means "{}";
+//	                     "$LAST_TASK" in them is replaced by the id of the
+//	                     background task the session's tool results last
+//	                     reported started (the tour reads its job with it)
 //	finish      string   "stop" | "length" | "tool_calls"; default tool_calls
 //	                     when there are tool calls, else stop
 //	error       string   after streaming reasoning/text, fail with this message
@@ -310,10 +313,32 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 		msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{
 			ID:        fmt.Sprintf("call_%s_%d_%d", idTag, n, i+1),
 			Name:      c.name,
-			Arguments: c.arguments,
+			Arguments: strings.ReplaceAll(c.arguments, lastTask, lastTaskID(req.Messages)),
 		})
 	}
 	return agent.Response{Message: msg, FinishReason: t.finish, Usage: t.usage}, nil
+}
+
+// lastTask in a call's arguments stands for the id of the background task
+// the session started last: ids run on across sessions and restarts (a
+// stored session's tasks keep theirs), so a script cannot know it.
+const lastTask = "$LAST_TASK"
+
+// startedTask finds a started task's id in a tool result.
+var startedTask = regexp.MustCompile(`started background task (bash-[0-9]+)`)
+
+// lastTaskID is the id the newest tool result of msgs reports started, or
+// lastTask itself when none does (the call then names no task, as written).
+func lastTaskID(msgs []agent.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != agent.RoleTool {
+			continue
+		}
+		if m := startedTask.FindStringSubmatch(msgs[i].Content); m != nil {
+			return m[1]
+		}
+	}
+	return lastTask
 }
 
 // pieces splits s into words, each keeping the whitespace after it, so the

@@ -502,3 +502,28 @@ func TestRecorderWriteFailure(t *testing.T) {
 		t.Error("the inner provider ran although the request could not be recorded")
 	}
 }
+
+// "$LAST_TASK" in a call's arguments is the task the session's tool results
+// last reported started; with none it stays as written.
+func TestLastTask(t *testing.T) {
+	p := parse(t, `{"tool_calls":[{"name":"bash_output","arguments":{"task_id":"$LAST_TASK"}}]}
+{"tool_calls":[{"name":"bash_output","arguments":{"task_id":"$LAST_TASK"}}]}`)
+	started := func(id string) agent.Message {
+		return agent.Message{Role: agent.RoleTool, Content: "started background task " + id + " (its output: bash_output)"}
+	}
+	req := prompt("", started("bash-3"), agent.Message{Role: agent.RoleUser, Content: "started background task bash-9"}, started("bash-12"))
+	ctx := testutil.Context(t)
+	_, resp, err := collect(ctx, p, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resp.Message.ToolCalls[0].Arguments, `{"task_id":"bash-12"}`; got != want {
+		t.Errorf("arguments %s, want %s", got, want)
+	}
+	if _, resp, err = collect(ctx, p, prompt("")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resp.Message.ToolCalls[0].Arguments, `{"task_id":"$LAST_TASK"}`; got != want {
+		t.Errorf("with no task started: arguments %s, want %s", got, want)
+	}
+}

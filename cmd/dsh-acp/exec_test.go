@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,34 +29,38 @@ func tmpEnv(dir string) func(string) string {
 
 // TestExecTour runs the newcomer's first command: the scripted tour, offline,
 // with no key. It must show commands, their output, a failure's exit code and
-// a background task's output.
+// a background task's output — also the second time in the same state
+// directory, where the task's id is no longer bash-1 (ids run on).
 func TestExecTour(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	var out, errb bytes.Buffer
-	code := run(ctx, []string{"exec", "--script", "../../examples/tour.jsonl", "--yes", "--cwd", dir, "Show me around"}, nil, &out, &errb, stateEnv(t))
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
-	}
-	got := out.String()
-	for _, want := range []string{
-		"Let me look around first.",
-		"$ pwd && ls | head -5",
-		dir,
-		"started background task bash-1",
-		"[exit code: 2]",
-		"tick 1\ntick 2\ntick 3\ndone",
-		"[status: completed, exit code: 0]",
-		"That was the tour",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("output lacks %q\n--- output:\n%s", want, got)
+	env := stateEnv(t)
+	for i := 1; i <= 2; i++ {
+		dir := t.TempDir()
+		var out, errb bytes.Buffer
+		code := run(ctx, []string{"exec", "--script", "../../examples/tour.jsonl", "--yes", "--cwd", dir, "Show me around"}, nil, &out, &errb, env)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\nstdout:\n%s\nstderr:\n%s", i, code, out.String(), errb.String())
 		}
-	}
-	if strings.Contains(got, "The user wants a tour") {
-		t.Errorf("thoughts printed without --thoughts:\n%s", got)
+		got := out.String()
+		for _, want := range []string{
+			"Let me look around first.",
+			"$ pwd && ls | head -5",
+			dir,
+			"started background task bash-" + strconv.Itoa(i),
+			"[exit code: 2]",
+			"tick 1\ntick 2\ntick 3\ndone",
+			"[status: completed, exit code: 0]",
+			"That was the tour",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("run %d: output lacks %q\n--- output:\n%s", i, want, got)
+			}
+		}
+		if strings.Contains(got, "The user wants a tour") {
+			t.Errorf("thoughts printed without --thoughts:\n%s", got)
+		}
 	}
 }
 
