@@ -13,7 +13,9 @@
 package changes
 
 import (
+	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -273,7 +275,12 @@ func diff(root string, before, after *snapshot, since int64, claimed map[string]
 	var out []Change
 	for dir, a := range after.dirs {
 		if b := before.dirs[dir]; a != b {
-			out = changedIn(out, root, b, a, since, claimed)
+			dirSince := since
+			if b == nil && movedIn(dir, before, after, since) {
+				// Its files keep the ctimes they had where they were.
+				dirSince = math.MinInt64
+			}
+			out = changedIn(out, root, b, a, dirSince, claimed)
 		}
 	}
 	for dir, b := range before.dirs {
@@ -283,6 +290,27 @@ func diff(root string, before, after *snapshot, since int64, claimed map[string]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// movedIn reports whether the new directory dir came with a move the
+// command made (a rename into or within the tree): it, or the new directory
+// above it that holds it, was renamed since the command started — its ctime
+// is new — and nothing was made in it since — its mtime is old. A directory
+// someone else made before the command, and the command only wrote in, has
+// a new mtime too: its older files are not the command's.
+func movedIn(dir string, before, after *snapshot, since int64) bool {
+	for {
+		if a := after.dirs[dir]; a != nil && a.ctime >= since && a.mtime != 0 && a.mtime < since {
+			return true
+		}
+		if dir == "" {
+			return false
+		}
+		dir = dir[:max(0, strings.LastIndexByte(dir, '/'))]
+		if before.dirs[dir] != nil {
+			return false // the directory above existed: dir was not moved with it
+		}
+	}
 }
 
 // changedIn appends the files of a directory created or changed from

@@ -137,6 +137,9 @@ func TestEditBetweenCommands(t *testing.T) {
 	}
 	write(t, filepath.Join(root, "user.txt"), "v2 by the user\n")
 	write(t, filepath.Join(root, "user-new.txt"), "made by the user\n")
+	// A directory the user made, which the command then writes in: its
+	// mtime is the command's, not a move's, so its older file is not.
+	write(t, filepath.Join(root, "userdir", "mine.txt"), "the user's\n")
 	// The ctime of the user's writes must be clearly before the command's
 	// start: wait until the clock has moved past them, by polling it (no
 	// fixed sleep).
@@ -147,8 +150,8 @@ func TestEditBetweenCommands(t *testing.T) {
 	for !fi.ModTime().Add(100 * time.Millisecond).Before(time.Now()) {
 		runtime.Gosched()
 	}
-	got := measure(t, tr, root, "echo cmd > cmd.txt")
-	want := []string{`created cmd.txt new="cmd\n"`}
+	got := measure(t, tr, root, "echo cmd > cmd.txt && echo cmd > userdir/cmd.txt")
+	want := []string{`created cmd.txt new="cmd\n"`, `created userdir/cmd.txt new="cmd\n"`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -43,12 +43,12 @@ func TestEventsSeeWhatTheWalkSees(t *testing.T) {
 		{"in a new tree", "echo r > n/o/r.txt", []string{`created n/o/r.txt new="r\n"`}},
 		{"deep edit", "echo deeper >> d/e/deep.txt", []string{`modified d/e/deep.txt old="deep\n" new="deep\ndeeper\n"`}},
 		// A moved directory's files keep their ctime (from before the
-		// command): where they went is not the command's, as with a walk.
-		{"move within", "mv moved d/e/moved", []string{`deleted moved/m.txt old="m\n"`}},
+		// command); the directory's new ctime and old mtime say it moved.
+		{"move within", "mv moved d/e/moved", []string{`created d/e/moved/m.txt new="m\n"`, `deleted moved/m.txt old="m\n"`}},
 		{"edit after the move", "echo m2 > d/e/moved/m.txt", []string{`modified d/e/moved/m.txt old="m\n" new="m2\n"`}},
 		{"move out", "mv away " + outside + "/away", []string{`deleted away/w.txt old="w\n"`}},
 		{"outside is not watched", "echo z > " + outside + "/away/w.txt", nil},
-		{"move in", "mv " + outside + "/in in", nil},
+		{"move in", "mv " + outside + "/in in", []string{`created in/x/y.txt new="y\n"`}},
 		{"edit what moved in", "echo y2 > in/x/y.txt", []string{`modified in/x/y.txt old="y\n" new="y2\n"`}},
 		{"remove a tree", "rm -rf d", []string{`deleted d/e/deep.txt old="deep\ndeeper\n"`, `deleted d/e/moved/m.txt old="m2\n"`}},
 		{"ignored", "echo l > n/o/x.log", nil},

@@ -17,3 +17,12 @@ func statAt(dirfd int, name string) (entry, error) {
 	return entry{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino, mode: uint32(st.Mode),
 		regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
 }
+
+// dirStamp is an open directory's own mtime and ctime (0, 0 when unknown).
+func dirStamp(fd int) (mtime, ctime int64) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return 0, 0
+	}
+	return st.Mtim.Nano(), st.Ctim.Nano()
+}

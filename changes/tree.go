@@ -76,6 +76,10 @@ type dirFiles struct {
 	files map[string]entry
 	// kept is the content bytes the files hold.
 	kept int64
+	// mtime and ctime are the directory's own (ns; 0 when unknown): a
+	// directory moved keeps its mtime and gets a new ctime, and so tells
+	// where its files, whose ctimes the move leaves, came from.
+	mtime, ctime int64
 }
 
 // get is a nil-safe lookup: a directory the snapshot does not hold has no
@@ -400,6 +404,8 @@ type dirScan struct {
 	reads   []unread
 	// subdirs are the names of the subdirectories measured.
 	subdirs []string
+	// mtime and ctime are the directory's own.
+	mtime, ctime int64
 }
 
 // scan reads one directory's entries: files into the new snapshot (or the
@@ -425,6 +431,7 @@ func (w *walker) scan(s *dirScan) ([]string, error) {
 		return nil, nil
 	}
 	s.dirfd = int(d.Fd())
+	s.mtime, s.ctime = dirStamp(s.dirfd)
 	if w.count.Add(int64(len(ents))) > int64(w.tr.opts.MaxFiles) {
 		return nil, errTooBig
 	}
@@ -432,7 +439,7 @@ func (w *walker) scan(s *dirScan) ([]string, error) {
 	s.scratch = make([]string, len(s.domain)+1)
 	copy(s.scratch, s.domain)
 	s.batch = make([]entry, 0, len(ents))
-	defer func() { w.keepAll(s.rel, s.batch, s.reads) }()
+	defer func() { w.keepAll(s, s.batch, s.reads) }()
 	for _, de := range ents {
 		if err := w.visit(s, de); err != nil {
 			return nil, err
@@ -535,8 +542,9 @@ func (w *walker) fits(e entry) bool {
 
 // keepAll adds one directory's files to the new snapshot, and those to
 // read to the list, under one lock.
-func (w *walker) keepAll(rel string, es []entry, reads []unread) {
-	d := &dirFiles{files: make(map[string]entry, len(es)+len(reads))}
+func (w *walker) keepAll(s *dirScan, es []entry, reads []unread) {
+	rel := s.rel
+	d := &dirFiles{files: make(map[string]entry, len(es)+len(reads)), mtime: s.mtime, ctime: s.ctime}
 	for _, e := range es {
 		d.files[e.rel] = e
 	}
