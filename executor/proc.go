@@ -187,7 +187,8 @@ func (l *Local) start(shell string, spec Spec, stdout, stderr *os.File) (Process
 		}
 		pr, err := l.opts.Confine.Start(Confinement{Shell: shell, Spec: spec, Env: l.env, SpillDir: own, PrivateDir: root, Stdout: stdout, Stderr: stderr})
 		if err != nil {
-			return nil, fmt.Errorf("start bash: sandbox: %w", err)
+			// The confiner's error names it (sandbox: …, docker: …).
+			return nil, fmt.Errorf("start bash: %w", err)
 		}
 		return pr, nil
 	}

@@ -109,8 +109,16 @@ func (c *Confiner) TempDir(owner string) (string, error) {
 }
 
 // Start is executor.Confiner's: the command, confined to its session's
-// policy.
+// policy. Its errors say they are the sandbox's.
 func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
+	p, err := c.confine(x)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return p, nil
+}
+
+func (c *Confiner) confine(x executor.Confinement) (executor.Process, error) {
 	tmp, err := c.TempDir(x.Spec.Owner)
 	if err != nil {
 		return nil, err
