@@ -148,6 +148,7 @@ func TestNoticedCap(t *testing.T) {
 	// '<' is escaped in JSON (6 bytes): the cap counts the bytes written.
 	under := noticedView(t, strings.Repeat("a<", (sessions.NoticedMax-4<<10)/7))
 	id, grown := storeNoticed(t, st, under)
+	t.Logf("a call just under the cap: the log grew by %d bytes", grown)
 	if grown > sessions.NoticedMax {
 		t.Errorf("a call just under the cap grew the log by %d bytes, over %d", grown, sessions.NoticedMax)
 	}
@@ -157,6 +158,7 @@ func TestNoticedCap(t *testing.T) {
 
 	over := noticedView(t, strings.Repeat("x", 2<<20))
 	id, grown = storeNoticed(t, st, over)
+	t.Logf("a call over the cap: the log grew by %d bytes", grown)
 	if grown > sessions.NoticedMax || grown == 0 {
 		t.Errorf("a call over the cap grew the log by %d bytes, want 1..%d", grown, sessions.NoticedMax)
 	}
