@@ -99,6 +99,8 @@ func replayed(s *sessions.Session, r sessions.Replayed) []acpsdk.SessionUpdate {
 		start := compactionStart(*r.Compaction)
 		start.ToolCall.Status = acpsdk.ToolCallStatusCompleted
 		return []acpsdk.SessionUpdate{start, compactionEnd(*r.Compaction, nil)}
+	case r.Noticed != nil:
+		return []acpsdk.SessionUpdate{replayedNoticed(r.Noticed)}
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package acp
 
 import (
+	"encoding/json"
+
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 
@@ -33,14 +35,55 @@ func (a *Agent) notices(s *sessions.Session) func() []string {
 
 // showNoticed shows, at the end of a turn, a finished tool call for each
 // task whose end a notice of the turn reported and that changed files no
-// bash_output call of the turn showed.
+// bash_output call of the turn showed; each is stored with the session,
+// for session/load to show it again.
 func (a *Agent) showNoticed(s *sessions.Session, ui *turnUI) {
 	if a.opts.Noticed == nil {
 		return
 	}
 	for _, n := range a.opts.Noticed.NoticedChanges(s.ID) {
-		ui.send(noticedCall(n))
+		up := noticedCall(n)
+		ui.send(up)
+		s.AddNoticed(noticedView(n, up.ToolCall))
 	}
+}
+
+// noticedView is what the editor was shown of a notice's tool call, kept
+// as the JSON it got so that a replay sends the same bytes.
+func noticedView(n tools.Noticed, c *acpsdk.SessionUpdateToolCall) sessions.NoticedView {
+	v := sessions.NoticedView{ID: string(c.ToolCallId), TaskID: n.TaskID, Text: n.Text, Title: c.Title, Kind: string(c.Kind), Status: string(c.Status)}
+	v.Content, _ = json.Marshal(c.Content)
+	if len(c.Locations) > 0 {
+		v.Locations, _ = json.Marshal(c.Locations)
+	}
+	if c.RawOutput != nil {
+		v.RawOutput, _ = json.Marshal(c.RawOutput)
+	}
+	return v
+}
+
+// replayedNoticed is a stored notice's tool call as the editor was shown
+// it; the notice's text alone when its content was not kept.
+func replayedNoticed(v *sessions.NoticedView) acpsdk.SessionUpdate {
+	var content []acpsdk.ToolCallContent
+	if len(v.Content) == 0 || json.Unmarshal(v.Content, &content) != nil {
+		content = []acpsdk.ToolCallContent{fenced(v.Text)}
+	}
+	opts := []acpsdk.ToolCallStartOpt{
+		acpsdk.WithStartKind(acpsdk.ToolKind(v.Kind)),
+		acpsdk.WithStartStatus(acpsdk.ToolCallStatus(v.Status)),
+		acpsdk.WithStartContent(content),
+	}
+	if len(v.RawOutput) > 0 {
+		opts = append(opts, acpsdk.WithStartRawOutput(v.RawOutput))
+	}
+	up := acpsdk.StartToolCall(acpsdk.ToolCallId(v.ID), v.Title, opts...)
+	var locs []acpsdk.ToolCallLocation
+	if len(v.Locations) > 0 && json.Unmarshal(v.Locations, &locs) == nil {
+		// Set as is: WithStartLocations would add a path to rawInput.
+		up.ToolCall.Locations = locs
+	}
+	return up
 }
 
 // noticedCall is a finished tool call of kind execute: the notice, then

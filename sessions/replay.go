@@ -22,6 +22,8 @@ type Replayed struct {
 	Plan *tools.Plan
 	// Compaction is a compaction of the history, ended.
 	Compaction *agent.Compaction
+	// Noticed is the tool call shown for a completion notice.
+	Noticed *NoticedView
 }
 
 // ReplayedPrompt is a prompt the user sent.
@@ -105,6 +107,8 @@ func replayed(e store.Entry, names map[string]string) (Replayed, bool) {
 			c.ID = fmt.Sprintf("compact-%d", e.Seq)
 		}
 		return Replayed{Compaction: &c}, true
+	case store.Noticed:
+		return replayedNoticed(v), true
 	}
 	return Replayed{}, false
 }

@@ -40,6 +40,7 @@ const (
 	KindMode        Kind = "mode"
 	KindCwd         Kind = "cwd"
 	KindPlan        Kind = "plan"
+	KindNoticed     Kind = "noticed"
 )
 
 // Entry is one line of a session file after the header.
@@ -227,6 +228,27 @@ type Cwd struct {
 	Cwd string `json:"cwd"`
 }
 
+// Noticed is a finished tool call the editor was shown for a completion
+// notice (a background task's end, with what it changed), that no model
+// call made: kept for replay, in its place in the turn.
+type Noticed struct {
+	// CallID is the id the editor was given for the call.
+	CallID string `json:"callId"`
+	// TaskID is the task whose end the notice reported.
+	TaskID string `json:"taskId,omitempty"`
+	// Text is the notice as the model read it.
+	Text     string `json:"text"`
+	Title    string `json:"title,omitempty"`
+	ToolKind string `json:"toolKind,omitempty"`
+	Status   string `json:"status,omitempty"`
+	// Content, Locations and RawOutput are opaque JSON, as the editor got
+	// them; Content and Locations are left out of an entry that would
+	// exceed its cap (the notice's text is shown instead).
+	Content   json.RawMessage `json:"content,omitempty"`
+	Locations json.RawMessage `json:"locations,omitempty"`
+	RawOutput json.RawMessage `json:"rawOutput,omitempty"`
+}
+
 func (Prompt) Kind() Kind      { return KindPrompt }
 func (Assistant) Kind() Kind   { return KindAssistant }
 func (ToolResult) Kind() Kind  { return KindToolResult }
@@ -241,6 +263,7 @@ func (AlwaysAllow) Kind() Kind { return KindAlwaysAllow }
 func (Mode) Kind() Kind        { return KindMode }
 func (Cwd) Kind() Kind         { return KindCwd }
 func (Plan) Kind() Kind        { return KindPlan }
+func (Noticed) Kind() Kind     { return KindNoticed }
 
 // ErrUnknownKind is returned by Decode for a kind this version does not know.
 var ErrUnknownKind = errors.New("unknown entry kind")
@@ -262,6 +285,7 @@ var decoders = map[Kind]func(data []byte) (Payload, error){
 	KindMode:        decodeAs[Mode],
 	KindCwd:         decodeAs[Cwd],
 	KindPlan:        decodeAs[Plan],
+	KindNoticed:     decodeAs[Noticed],
 }
 
 func decodeAs[T Payload](data []byte) (Payload, error) {
