@@ -287,7 +287,12 @@ func (h *historyBuilder) beforeKept(e store.Entry) bool {
 	if c.PromptSeq != 0 && e.Seq == c.PromptSeq && !h.keptPrompt {
 		h.keptPrompt = true
 		if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
-			h.prefix = append(h.prefix, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
+			v := p.(store.Prompt)
+			m := agent.Message{Role: agent.RoleUser, Content: v.Text}
+			if h.images != nil && len(v.Images) > 0 {
+				m.Images = h.images(v.Images)
+			}
+			h.prefix = append(h.prefix, m)
 			h.prefixSeqs = append(h.prefixSeqs, e.Seq)
 		}
 	}
