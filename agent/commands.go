@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -76,21 +77,7 @@ func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit fu
 	}
 	switch name {
 	case CommandCompact:
-		conv := append([]Message(nil), t.History...)
-		next, _, err := l.compact(ctx, t.Model, conv, -1, TriggerManual, arg, emit, log)
-		switch {
-		case errors.Is(err, ErrNothingToCompact):
-			say("Nothing to compact yet: the conversation is short enough to keep as it is.")
-		case err != nil:
-			if ctx.Err() != nil {
-				out.Stop = StopCancelled
-			}
-		default:
-			out.History = next
-			out.Usage = l.estimatedUsage(t.Caller, t.Extra, next)
-			out.Usage.Cost = t.Usage.Cost
-			emit(Event{Kind: EventUsage, Usage: out.Usage})
-		}
+		out = l.compactCommand(ctx, t, arg, emit, log)
 	case CommandTasks:
 		if l.Tasks == nil {
 			say("This agent has no background tasks.")
@@ -115,6 +102,40 @@ func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit fu
 		say(PlanText(t.Plan))
 	}
 	return out, nil
+}
+
+// compactCommand answers /compact focus: the history summarized, and the
+// summary request paid for like any other (in the usage update it sends,
+// also when the summary was of no use).
+func (l *Loop) compactCommand(ctx context.Context, t Turn, focus string, emit func(Event), log *zap.Logger) Outcome {
+	out := Outcome{Stop: StopEndTurn}
+	conv := append([]Message(nil), t.History...)
+	next, c, err := l.compact(ctx, t.Model, conv, -1, TriggerManual, focus, emit, log)
+	out.Spent = addUsage(Usage{}, c.Spent)
+	out.Cost = l.addCost(Cost{}, cmp.Or(t.Model, l.Model), c.Spent)
+	switch {
+	case errors.Is(err, ErrNothingToCompact):
+		emit(Event{Kind: EventText, Text: "Nothing to compact yet: the conversation is short enough to keep as it is.", MessageID: newMessageID()})
+		return out
+	case err != nil:
+		if ctx.Err() != nil {
+			out.Stop = StopCancelled
+		}
+		if out.Cost.Currency != "" {
+			out.Usage = t.Usage
+			if out.Usage.Size == 0 {
+				out.Usage = l.estimatedUsage(t.Caller, t.Extra, t.History)
+			}
+			out.Usage.Cost = addCosts(t.Usage.Cost, out.Cost)
+			emit(Event{Kind: EventUsage, Usage: out.Usage})
+		}
+		return out
+	}
+	out.History = next
+	out.Usage = l.estimatedUsage(t.Caller, t.Extra, next)
+	out.Usage.Cost = addCosts(t.Usage.Cost, out.Cost)
+	emit(Event{Kind: EventUsage, Usage: out.Usage})
+	return out
 }
 
 // PlanText shows a plan to a person, one step a line: [x] completed, [>] in

@@ -49,6 +49,10 @@ type Compaction struct {
 	// and after, in tokens (system prompt and tools not counted).
 	PreTokens  int
 	PostTokens int
+	// Spent is what the summary request counted, as the endpoint reported
+	// it (also when its answer was of no use): it is paid for like any
+	// other request.
+	Spent Usage
 }
 
 // summaryIntro opens the user message that stands for the summarized part.
@@ -225,6 +229,7 @@ func (l *Loop) compact(ctx context.Context, model string, conv []Message, pin in
 		}
 		return fail(err)
 	}
+	c.Spent = resp.Usage
 	summary := strings.TrimSpace(resp.Message.Content)
 	if summary == "" {
 		return fail(fmt.Errorf("%w: the model answered the summary request with no text", ErrProvider))

@@ -43,8 +43,8 @@ type turn struct {
 	// them.
 	used, covered int
 	// cost is the session's cumulative cost, carried from turn to turn;
-	// answered adds to it.
-	cost Cost
+	// spend adds to it. shown is the cost the editor was last told of.
+	cost, shown Cost
 	// uselessCompaction: one this turn left the conversation above the
 	// threshold; another would not help either. Set by compact.
 	uselessCompaction bool
@@ -97,7 +97,7 @@ func (l *Loop) newTurn(ctx context.Context, in Turn, emit func(Event), log *zap.
 	t.conv = append(t.conv, t.out.Messages[0])
 	t.pin = len(in.History)
 	t.used, t.covered = in.Usage.Used, len(in.History)
-	t.cost = in.Usage.Cost
+	t.cost, t.shown = in.Usage.Cost, in.Usage.Cost
 	return t
 }
 
@@ -131,6 +131,7 @@ func (t *turn) run() (Outcome, error) {
 
 // end is the turn's outcome, stopped for stop.
 func (t *turn) end(stop StopReason) Outcome {
+	t.showCost()
 	t.out.Stop = stop
 	return t.out.done(t.conv)
 }
@@ -188,6 +189,9 @@ func (t *turn) compactIfFull(specs []ToolSpec) {
 // then the conversation is as it was.
 func (t *turn) compact(trigger string) bool {
 	next, c, err := t.l.compact(t.ctx, t.in.Model, t.conv, t.pin, trigger, "", t.emit, t.log)
+	// The summary request is paid for like any other; the editor sees its
+	// cost with the next usage update (or showCost's, if none follows).
+	t.spend(t.in.Model, c.Spent)
 	if err != nil {
 		return false
 	}
@@ -234,6 +238,7 @@ func (t *turn) failed(n int, err error) (Outcome, error) {
 		err = fmt.Errorf("%w: model request %d: %w", ErrProvider, n+1, err)
 	}
 	t.out.dropRefusedImages(err)
+	t.showCost()
 	return t.out.done(t.conv), err
 }
 
@@ -244,13 +249,40 @@ func (t *turn) answered(req Request, resp Response) {
 	msg.Role = RoleAssistant
 	t.add(msg)
 	t.out.Usage = t.l.usage(req, resp, t.log)
-	spent := t.l.addCost(Cost{}, cmp.Or(req.Model, t.l.Model), resp.Usage)
+	t.spend(req.Model, resp.Usage)
+	t.out.Usage.Cost = t.cost
+	t.used, t.covered = t.out.Usage.Used, len(t.conv)
+	t.shown = t.cost
+	t.emit(Event{Kind: EventUsage, Usage: t.out.Usage})
+}
+
+// spend counts a request to model (empty: the Loop's) that used u: its
+// tokens and its cost, into the turn's and the session's.
+func (t *turn) spend(model string, u Usage) {
+	spent := t.l.addCost(Cost{}, cmp.Or(model, t.l.Model), u)
 	t.cost = addCosts(t.cost, spent)
 	t.out.Cost = addCosts(t.out.Cost, spent)
-	t.out.Usage.Cost = t.cost
-	t.out.Spent = addUsage(t.out.Spent, resp.Usage)
-	t.used, t.covered = t.out.Usage.Used, len(t.conv)
-	t.emit(Event{Kind: EventUsage, Usage: t.out.Usage})
+	t.out.Spent = addUsage(t.out.Spent, u)
+}
+
+// showCost tells the editor (and so the store) the session's cost when a
+// request no usage update followed changed it: a compaction's summary
+// request, then the turn ended before the next answer. The context in use
+// stays the last known.
+func (t *turn) showCost() {
+	if t.cost == t.shown {
+		return
+	}
+	u := t.out.Usage
+	if u.Size == 0 {
+		u = t.in.Usage
+	}
+	if u.Size == 0 {
+		u = t.l.estimatedUsage(t.in.Caller, t.in.Extra, t.conv)
+	}
+	u.Cost = t.cost
+	t.out.Usage, t.shown = u, t.cost
+	t.emit(Event{Kind: EventUsage, Usage: u})
 }
 
 // finalStop is why a turn whose last answer asked for no tool calls ends.

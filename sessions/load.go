@@ -202,9 +202,9 @@ func (c *collector) streamed(n int) {
 // every call, and this is what the agent says of a call it stopped.
 const abortedText = "Error: command aborted"
 
-// imageLoader reads a prompt's images back from beside the session's log.
-// An image that cannot be read is left out and logged: the conversation
-// still loads.
+// imageLoader reads a prompt's or tool result's images back from beside
+// the session's log. An image that cannot be read is left out and logged:
+// the conversation still loads.
 func imageLoader(stored *store.Session, log *zap.Logger) func([]store.Image) []agent.Image {
 	return func(refs []store.Image) []agent.Image {
 		var out []agent.Image
@@ -268,7 +268,11 @@ func (h *historyBuilder) add(e store.Entry) {
 	case store.ToolResult:
 		h.endNotices()
 		h.answered[v.CallID] = true
-		h.push(e.Seq, agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text})
+		m := agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text}
+		if h.images != nil && len(v.Images) > 0 {
+			m.Images = h.images(v.Images)
+		}
+		h.push(e.Seq, m)
 	}
 }
 
@@ -283,7 +287,12 @@ func (h *historyBuilder) beforeKept(e store.Entry) bool {
 	if c.PromptSeq != 0 && e.Seq == c.PromptSeq && !h.keptPrompt {
 		h.keptPrompt = true
 		if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
-			h.prefix = append(h.prefix, agent.Message{Role: agent.RoleUser, Content: p.(store.Prompt).Text})
+			v := p.(store.Prompt)
+			m := agent.Message{Role: agent.RoleUser, Content: v.Text}
+			if h.images != nil && len(v.Images) > 0 {
+				m.Images = h.images(v.Images)
+			}
+			h.prefix = append(h.prefix, m)
 			h.prefixSeqs = append(h.prefixSeqs, e.Seq)
 		}
 	}

@@ -201,7 +201,7 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 		}
 		s.noteSeq(s.persist(a))
 	case agent.RoleTool:
-		r := store.ToolResult{CallID: m.ToolCallID, Text: m.Content, IsError: isError}
+		r := store.ToolResult{CallID: m.ToolCallID, Text: m.Content, IsError: isError, Images: s.putImages(m.Images)}
 		if view != nil {
 			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content, r.Hidden = view.Title, view.Kind, view.RawInput, view.Status, view.Content, view.Hidden
 			r.Locations = view.Locations

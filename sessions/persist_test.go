@@ -1,7 +1,9 @@
 package sessions_test
 
 import (
-	"github.com/dsh-acp/dsh-acp/tools"
+	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestMakeTitle(t *testing.T) {
@@ -133,6 +136,59 @@ func TestHistoryKeepsThePromptAfterACompaction(t *testing.T) {
 	want := append([]agent.Message{agent.SummaryMessage("Files were listed."), conv[2]}, conv[5:]...)
 	if diff := cmp.Diff(want, l.Session.History()); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+// Images come back after a restart wherever they were: on the prompt a
+// compaction kept word for word, and on a tool result (an MCP tool's) it
+// kept; each is stored once, however often it was sent.
+func TestImagesAfterACompaction(t *testing.T) {
+	st, err := store.New(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(sessions.Options{Store: st})
+	s, err := reg.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := agent.Image{MimeType: "image/png", Data: base64.StdEncoding.EncodeToString([]byte("\x89PNG a picture")), Name: "shot.png"}
+	shot := png
+	shot.Name = "mcp__pics__shot result image 1"
+	conv := []agent.Message{
+		{Role: agent.RoleUser, Content: "an earlier prompt"},
+		{Role: agent.RoleAssistant, Content: "an earlier answer"},
+		{Role: agent.RoleUser, Content: "what is on this?", Images: []agent.Image{png}},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c1", Content: "many files"},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c2", Name: "mcp__pics__shot", Arguments: `{}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c2", Content: "[image: image/png, 16 B]", Images: []agent.Image{shot}},
+	}
+	for _, m := range conv {
+		if m.Role == agent.RoleUser {
+			s.AddPrompt(m.Content, nil, m.Images)
+		} else {
+			s.AddMessage(m, nil, false)
+		}
+	}
+	s.AddCompaction(agent.Compaction{ID: "compact-1", Trigger: agent.TriggerAuto, Summary: "Files were listed.",
+		KeptFrom: 5, Kept: 2, PromptKept: true, PromptAt: 2})
+	if err := reg.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	reg2 := sessions.New(sessions.Options{Store: st})
+	defer reg2.CloseAll()
+	l, err := reg2.Open(s.ID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]agent.Message{agent.SummaryMessage("Files were listed."), conv[2]}, conv[5:]...)
+	if diff := cmp.Diff(want, l.Session.History()); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	files, err := os.ReadDir(filepath.Join(st.Dir(), "sessions", s.ID+".images"))
+	if err != nil || len(files) != 1 {
+		t.Errorf("images stored: %v (%v), want the one image once", files, err)
 	}
 }
 

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"os"
 	"os/exec"
 	"strings"
@@ -23,7 +28,8 @@ const mcpBigLines = 10000
 // mcpServerMain serves one tool, big, whose text is the numbers 1 to
 // mcpBigLines, one a line. In mode "setsid" it first starts a `sleep 1000`
 // in a session of its own, which it never waits for: a daemon that left the
-// server's process group and session.
+// server's process group and session. In mode "image" it serves a second
+// tool, picture, whose result is a text and mcpPicture, a PNG.
 func mcpServerMain(mode string) int {
 	if mode == "setsid" {
 		daemon := exec.Command("sleep", "1000")
@@ -44,9 +50,26 @@ func mcpServerMain(mode string) int {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 		})
+	if mode == "image" {
+		srv.AddTool(&mcp.Tool{Name: "picture", Description: "A picture.", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a red square"}, &mcp.ImageContent{MIMEType: "image/png", Data: mcpPicture()}}}, nil
+			})
+	}
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcp server:", err)
 		return 1
 	}
 	return 0
+}
+
+// mcpPicture is a 4x4 red PNG, the same bytes every time.
+func mcpPicture() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	draw.Draw(img, img.Bounds(), &image.Uniform{C: color.RGBA{R: 255, A: 255}}, image.Point{}, draw.Src)
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
 }

@@ -86,6 +86,8 @@ type Options struct {
 type Request struct {
 	Body map[string]any
 	Raw  []byte
+	// n is the request's number, from 0.
+	n int
 }
 
 // Messages are the request's messages.
@@ -107,9 +109,11 @@ type Server struct {
 	opts Options
 	srv  *httptest.Server
 
-	// mu guards reqs and last.
+	// mu guards reqs, usages and last.
 	mu   sync.Mutex
 	reqs []Request
+	// usages[n] is the usage sent for request n; nil when none was.
+	usages []map[string]any
 	// last is the previous request's messages, for the cache counters.
 	last []byte
 }
@@ -139,6 +143,16 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.reqs...)
+}
+
+// Usages are the usage objects sent, one per chat request received so far
+// (nil for a request answered without one), in the endpoint's own fields.
+func (s *Server) Usages() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]map[string]any, len(s.reqs))
+	copy(out, s.usages)
+	return out
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -184,6 +198,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	n := len(s.reqs)
+	req.n = n
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
 	if status, msg, code := s.refuse(req); status != 0 {
@@ -366,6 +381,15 @@ func (s *Server) streamContent(ev events, req Request, reply Reply) {
 func (s *Server) streamEnd(ev events, req Request, reply Reply) {
 	finish := s.finishReason(reply)
 	usage := s.usage(req, reply)
+	// Noted before it is sent: a client may act on it at once.
+	if !reply.NoUsage && finish != "-" {
+		s.mu.Lock()
+		for len(s.usages) <= req.n {
+			s.usages = append(s.usages, nil)
+		}
+		s.usages[req.n] = usage
+		s.mu.Unlock()
+	}
 	switch {
 	case finish == "-":
 	case s.opts.Flavor == DeepSeek && !reply.NoUsage:

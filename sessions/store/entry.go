@@ -117,6 +117,9 @@ type ToolResult struct {
 	// Locations is opaque JSON: the files the call changed (ACP's
 	// locations), for the editor to follow.
 	Locations json.RawMessage `json:"locations,omitempty"`
+	// Images are the images the tool returned with Text (an MCP tool's),
+	// stored beside the log (PutImage) like a prompt's.
+	Images []Image `json:"images,omitempty"`
 }
 
 // Notice states. A notice is queued when a task ends and delivered when it

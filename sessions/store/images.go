@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 )
 
-// Images of a session's prompts are kept beside its log, one file each in
-// <id>.images/, named by the SHA-256 of their bytes: a log line names an
-// image by that ref instead of carrying megabytes of base64, and the same
-// image sent twice is stored once.
+// Images of a session's prompts and tool results are kept beside its log,
+// one file each in <id>.images/, named by the SHA-256 of their bytes: a log
+// line names an image by that ref instead of carrying megabytes of base64,
+// and the same image sent twice is stored once.
 
 // Image is an image of a prompt, as the log keeps it.
 type Image struct {
