@@ -444,7 +444,7 @@ func (b *box) remove() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := b.d.cli.ContainerRemove(ctx, b.id, client.ContainerRemoveOptions{Force: true})
-	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "already in progress") {
+	if err != nil && !cerrdefs.IsNotFound(err) && !removing(err) {
 		b.logger.Warn("remove session container", zap.String("container", shortID(b.id)), zap.Error(err))
 	}
 }

@@ -36,6 +36,10 @@ func (d *Confiner) Sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		_, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		if removing(err) {
+			// Another agent that started beside this one sweeps too.
+			continue
+		}
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
 			continue
@@ -44,6 +48,12 @@ func (d *Confiner) Sweep(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// removing reports whether err says the container is being removed
+// already (the engine answers a second removal with a conflict).
+func removing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "already in progress")
 }
 
 // agentGone reports whether the agent named by label ("host/pid") is a
