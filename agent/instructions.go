@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dsh-acp/dsh-acp/changes"
 )
 
 // MaxInstructions bounds the project instructions put in the system prompt,
@@ -95,7 +97,7 @@ func (in *Instructions) Load(cwd, userFile string) (set InstructionSet, read *In
 	if in.cache == nil {
 		in.cache = map[string]cachedFile{}
 	}
-	set.Root = repoRoot(cwd)
+	set.Root = changes.RepoTop(cwd)
 	set.Branch, set.Detached = gitHead(set.Root)
 
 	stats := map[string]statKey{}
@@ -210,25 +212,6 @@ func cut(files []InstructionFile, max int) (kept []InstructionFile, dropped []st
 		dropped = append(dropped, f.Path)
 	}
 	return files[start:], dropped
-}
-
-// repoRoot is the nearest directory from dir up that holds .git (a
-// directory, or a file as in a worktree); "" when there is none.
-func repoRoot(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	dir = filepath.Clean(dir)
-	for {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 // chain is the directories whose instruction files are read, most general

@@ -270,7 +270,7 @@ func (tr *tree) update() (*snapshot, error) {
 	if len(dirty) == 0 {
 		return tr.cur, nil
 	}
-	if stampRules(repoTop(tr.root)) != tr.rules {
+	if stampRules(RepoTop(tr.root)) != tr.rules {
 		return nil, fmt.Errorf("%w: the repository's rules changed", errRewalk)
 	}
 	w := tr.walker(tr.cur, len(tr.cur.dirs))

@@ -340,7 +340,7 @@ func (w *walker) repoPatterns() ([]string, []gitignore.Pattern, error) {
 	} else if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("changes: %s is not a directory", root)
 	}
-	top := repoTop(root)
+	top := RepoTop(root)
 	w.stamp = stampRules(top)
 	if top == "" {
 		return nil, nil, nil
@@ -360,9 +360,14 @@ func (w *walker) repoPatterns() ([]string, []gitignore.Pattern, error) {
 	return parts, ignore, nil
 }
 
-// repoTop is the nearest directory at or above dir holding .git; empty if
-// none.
-func repoTop(dir string) string {
+// RepoTop is the nearest directory at or above dir holding .git (a
+// directory, or a file as in a worktree); "" when there is none or dir is
+// "".
+func RepoTop(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	dir = filepath.Clean(dir)
 	for {
 		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			return dir
