@@ -150,14 +150,7 @@ func PlanText(p *tools.Plan) string {
 		b.WriteString("\n(no steps)")
 	}
 	for _, e := range p.Entries {
-		mark := "[ ]"
-		switch e.Status {
-		case tools.PlanCompleted:
-			mark = "[x]"
-		case tools.PlanInProgress:
-			mark = "[>]"
-		}
-		b.WriteString("\n" + mark + " " + e.Step)
+		b.WriteString("\n" + tools.PlanMark(e.Status) + " " + e.Step)
 	}
 	return b.String()
 }

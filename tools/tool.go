@@ -259,6 +259,18 @@ const (
 	PlanCompleted  = "completed"
 )
 
+// PlanMark is how a text view marks a step of each status: [x] done, [>]
+// in progress, [ ] the rest.
+func PlanMark(status string) string {
+	switch status {
+	case PlanCompleted:
+		return "[x]"
+	case PlanInProgress:
+		return "[>]"
+	}
+	return "[ ]"
+}
+
 // Exit is how a process ended.
 type Exit struct {
 	// Code is the exit status; nil when a signal ended the process.

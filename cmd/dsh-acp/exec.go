@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/logbridge"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // runExec runs one prompt through the same agent the editor gets, via an
@@ -503,14 +504,8 @@ func (p *printer) plan(entries []acpsdk.PlanEntry) {
 	var b strings.Builder
 	b.WriteString("• Plan\n")
 	for _, e := range entries {
-		mark := "[ ]"
-		switch e.Status {
-		case acpsdk.PlanEntryStatusCompleted:
-			mark = "[x]"
-		case acpsdk.PlanEntryStatusInProgress:
-			mark = "[>]"
-		}
-		b.WriteString("  " + mark + " " + e.Content + "\n")
+		// The SDK's statuses are ACP's words, which the plan tool's are.
+		b.WriteString("  " + tools.PlanMark(string(e.Status)) + " " + e.Content + "\n")
 	}
 	p.write(b.String())
 }
