@@ -231,3 +231,22 @@ func badValue(f *flag.Flag, err error) string {
 	}
 	return err.Error()
 }
+
+// stateDirDefault is --state-dir's default for the commands that take no
+// other setting (sessions, rules): DSH_STATE_DIR, else config.toml's
+// state-dir, so they read the store the agent writes.
+func stateDirDefault(getenv env) (string, error) {
+	if dir := getenv.first("DSH_STATE_DIR"); dir != "" {
+		return dir, nil
+	}
+	cf, err := loadConfigFile(configPath(getenv))
+	if err != nil {
+		return "", err
+	}
+	for _, s := range cf.settings {
+		if s.key == "state-dir" && len(s.values) == 1 {
+			return s.values[0], nil
+		}
+	}
+	return "", nil
+}

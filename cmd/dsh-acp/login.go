@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -105,8 +106,12 @@ Flags:
 // runLogin is `dsh-acp login`: what an editor's terminal sign-in runs.
 func runLogin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int {
 	cfg := &config{getenv: getenv}
-	fs := newFlagSet("dsh-acp login", cfg, getenv)
-	rest, err := parseFlags(fs, loginUsage, args)
+	// The endpoint may be set in config.toml, as for the server.
+	l, err := layer(func(cfg *config, getenv env) *flag.FlagSet { return newFlagSet("dsh-acp login", cfg, getenv) }, cfg, getenv)
+	var rest []string
+	if err == nil {
+		rest, err = parseFlags(l.fs, loginUsage, args)
+	}
 	if err == nil && len(rest) > 0 {
 		err = fmt.Errorf("unexpected argument %q: login takes flags only", rest[0])
 	}

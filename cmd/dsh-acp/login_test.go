@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -138,5 +139,35 @@ func TestSignInOverTheProtocol(t *testing.T) {
 	}
 	if e := errorOf("authenticate", map[string]any{"methodId": "dsh-acp-login"}); e != nil {
 		t.Errorf("authenticate after signing in: %v", e)
+	}
+}
+
+// The commands that take a setting or two read them from config.toml too:
+// login checks the key at the file's base-url, sessions and rules read the
+// file's state-dir, where the agent stores.
+func TestSubcommandsReadConfigFile(t *testing.T) {
+	t.Parallel()
+	m := mockllm.New(t, mockllm.Options{Key: "sk-good"})
+	getenv, keyPath := userEnv(t)
+	state := t.TempDir()
+	conf := "base-url = " + strconv.Quote(m.URL) + "\nstate-dir = " + strconv.Quote(state) + "\n"
+	if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(keyPath), configFileName), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testutil.Context(t)
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"login"}, strings.NewReader("sk-good\n"), &out, &errb, getenv); code != 0 || !strings.Contains(errb.String(), m.URL) {
+		t.Errorf("login with the file's base-url: exit %d, %q", code, errb.String())
+	}
+	for _, cmd := range []string{"sessions", "rules"} {
+		out.Reset()
+		errb.Reset()
+		code := run(ctx, []string{cmd}, nil, &out, &errb, getenv)
+		if code != 0 || !strings.Contains(out.String()+errb.String(), state) {
+			t.Errorf("%s: exit %d, does not name the file's state-dir %s: %q %q", cmd, code, state, out.String(), errb.String())
+		}
 	}
 }

@@ -29,7 +29,12 @@ func runRules(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	fs := flag.NewFlagSet("dsh-acp rules", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.StringVar(&cfg.stateDir, "state-dir", getenv.first("DSH_STATE_DIR"), "the state `DIR` (env DSH_STATE_DIR)")
+	stateDir, err := stateDirDefault(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh-acp rules:", err)
+		return 2
+	}
+	fs.StringVar(&cfg.stateDir, "state-dir", stateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
 	rest, err := parseFlags(fs, rulesUsage, args)
 	n := 0
 	if err == nil {

@@ -35,7 +35,12 @@ func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&cfg.cwd, "cwd", "", "only the sessions of this working `DIR`")
-	fs.StringVar(&cfg.stateDir, "state-dir", getenv.first("DSH_STATE_DIR"), "the state `DIR` (env DSH_STATE_DIR)")
+	stateDir, err := stateDirDefault(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh-acp sessions:", err)
+		return 2
+	}
+	fs.StringVar(&cfg.stateDir, "state-dir", stateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
 	asJSON := fs.Bool("json", false, "list as a JSON array")
 	rest, err := parseFlags(fs, sessionsUsage, args)
 	if err == nil {
