@@ -200,7 +200,7 @@ func usageText(header string, fs *flag.FlagSet) string {
 	fs.SetOutput(io.Discard)
 	// The README and every example spell flags with two dashes.
 	b.WriteString(strings.ReplaceAll("\n"+flags.String(), "\n  -", "\n  --")[1:])
-	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY; else the key dsh-acp login stored), DSH_BASE_URL, DSH_MODEL, DSH_THINKING, DSH_STATE_DIR, NO_COLOR.\n")
+	b.WriteString("\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY; else the key dsh-acp login stored), DSH_BASE_URL, DSH_MODEL, DSH_THINKING, DSH_STATE_DIR, DSH_EXECUTOR, DSH_DOCKER_IMAGE, DSH_DOCKER_HELPER, NO_COLOR.\n")
 	b.WriteString("Every flag can be set in config.toml in the config directory (dsh-acp config says where).\n")
 	return b.String()
 }
