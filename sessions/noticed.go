@@ -8,15 +8,16 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
-// NoticedMax bounds, in bytes, what the stored entry of a notice's tool
-// call adds to a session log: at most 1 MiB per call. The bash tools
-// already bound the diffs of a call below it; this holds whatever the
-// view.
-const NoticedMax = 1 << 20
+// CallMax bounds, in bytes, what the stored entry of a tool call (a
+// call's result with what the editor was shown of it, or a notice's tool
+// call) adds to a session log: at most 1 MiB per call. The bash tools
+// already bound the diffs of a call below it; this holds whatever the view
+// (the output is stored twice: as the model read it and as shown).
+const CallMax = 1 << 20
 
-// noticedEnvelope is room for the entry's line around its data (seq, kind,
+// callEnvelope is room for the entry's line around its data (seq, kind,
 // time: under 100 bytes).
-const noticedEnvelope = 256
+const callEnvelope = 256
 
 // NoticedView is what the editor was shown of the finished tool call of a
 // completion notice (a background task's end, with what the task changed),
@@ -32,24 +33,24 @@ type NoticedView struct {
 	Status string
 	// Content, Locations and RawOutput are JSON, as the editor got them:
 	// the content blocks, the locations and the rawOutput. Content and
-	// Locations are nil in a view stored past NoticedMax.
+	// Locations are nil in a view stored past CallMax.
 	Content   json.RawMessage
 	Locations json.RawMessage
 	RawOutput json.RawMessage
 }
 
 // AddNoticed stores the tool call shown for a completion notice, in its
-// place in the turn. A view whose entry would exceed NoticedMax is stored
+// place in the turn. A view whose entry would exceed CallMax is stored
 // without its content and locations (a replay shows the notice's text);
 // one still too large is not stored.
 func (s *Session) AddNoticed(v NoticedView) {
 	n := store.Noticed{CallID: v.ID, TaskID: v.TaskID, Text: v.Text, Title: v.Title, ToolKind: v.Kind, Status: v.Status,
 		Content: v.Content, Locations: v.Locations, RawOutput: v.RawOutput}
-	if noticedSize(n) > NoticedMax-noticedEnvelope {
+	if entrySize(n) > CallMax-callEnvelope {
 		s.log.Warn("notice's tool call stored without its diffs: over the cap",
-			zap.String("task", v.TaskID), zap.Int("bytes", len(v.Content)+len(v.Locations)), zap.Int("cap", NoticedMax))
+			zap.String("task", v.TaskID), zap.Int("bytes", len(v.Content)+len(v.Locations)), zap.Int("cap", CallMax))
 		n.Content, n.Locations = nil, nil
-		if noticedSize(n) > NoticedMax-noticedEnvelope {
+		if entrySize(n) > CallMax-callEnvelope {
 			s.log.Warn("notice's tool call not stored: over the cap", zap.String("task", v.TaskID))
 			return
 		}
@@ -57,12 +58,12 @@ func (s *Session) AddNoticed(v NoticedView) {
 	s.persist(n)
 }
 
-// noticedSize is the bytes n takes in its entry's data; past the cap when
+// entrySize is the bytes p takes in its entry's data; past the cap when
 // it cannot be encoded (the store could not write it either).
-func noticedSize(n store.Noticed) int {
-	data, err := json.Marshal(n)
+func entrySize(p store.Payload) int {
+	data, err := json.Marshal(p)
 	if err != nil {
-		return NoticedMax
+		return CallMax
 	}
 	return len(data)
 }

@@ -136,7 +136,7 @@ func TestNoticedStored(t *testing.T) {
 	}
 }
 
-// TestNoticedCap: a notice's tool call adds at most NoticedMax bytes to
+// TestNoticedCap: a notice's tool call adds at most CallMax bytes to
 // the log: one just under it is kept whole; one over it is kept without
 // its diffs and locations, and replayed as the notice's text (its
 // rawOutput kept).
@@ -146,11 +146,11 @@ func TestNoticedCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	// '<' is escaped in JSON (6 bytes): the cap counts the bytes written.
-	under := noticedView(t, strings.Repeat("a<", (sessions.NoticedMax-4<<10)/7))
+	under := noticedView(t, strings.Repeat("a<", (sessions.CallMax-4<<10)/7))
 	id, grown := storeNoticed(t, st, under)
 	t.Logf("a call just under the cap: the log grew by %d bytes", grown)
-	if grown > sessions.NoticedMax {
-		t.Errorf("a call just under the cap grew the log by %d bytes, over %d", grown, sessions.NoticedMax)
+	if grown > sessions.CallMax {
+		t.Errorf("a call just under the cap grew the log by %d bytes, over %d", grown, sessions.CallMax)
 	}
 	if got := storedNoticed(t, st, id); string(got.Content) != string(under.Content) || string(got.Locations) != string(under.Locations) {
 		t.Errorf("a call just under the cap (%d bytes) was not kept whole: content %d bytes, locations %s", grown, len(got.Content), got.Locations)
@@ -159,8 +159,8 @@ func TestNoticedCap(t *testing.T) {
 	over := noticedView(t, strings.Repeat("x", 2<<20))
 	id, grown = storeNoticed(t, st, over)
 	t.Logf("a call over the cap: the log grew by %d bytes", grown)
-	if grown > sessions.NoticedMax || grown == 0 {
-		t.Errorf("a call over the cap grew the log by %d bytes, want 1..%d", grown, sessions.NoticedMax)
+	if grown > sessions.CallMax || grown == 0 {
+		t.Errorf("a call over the cap grew the log by %d bytes, want 1..%d", grown, sessions.CallMax)
 	}
 	stored := storedNoticed(t, st, id)
 	if stored.Content != nil || stored.Locations != nil || stored.Text != over.Text || string(stored.RawOutput) != string(over.RawOutput) {
@@ -171,5 +171,70 @@ func TestNoticedCap(t *testing.T) {
 	got := replayOf(t, st, id)
 	if len(got) != 3 || !cmp.Equal(got[2].Noticed, &capped) {
 		t.Errorf("replay of a call over the cap: %s", cmp.Diff([]sessions.Replayed{{}, {}, {Noticed: &capped}}, got))
+	}
+}
+
+// TestToolViewCap: a bash call whose output and diffs the editor was shown
+// in full adds at most CallMax to the log; past it the editor's copy is
+// dropped (a replay shows the output fenced) and the model's text is kept.
+func TestToolViewCap(t *testing.T) {
+	st, err := store.New(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(sessions.Options{Store: st})
+	t.Cleanup(reg.CloseAll)
+	s, err := reg.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddPrompt("change it", nil, nil)
+	s.AddMessage(agent.Message{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"x"}`}}}, nil, false)
+	s.Sync()
+	path := filepath.Join(st.Dir(), "sessions", s.ID+".jsonl")
+	before := fileSize(t, path)
+	// The output as the model reads it (its tail: '<' escapes to 6 bytes)
+	// and, in the view, again fenced, beside a diff just under the bash
+	// tools' own budget.
+	out := strings.Repeat("<", 32<<10)
+	content, err := json.Marshal([]any{
+		map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "```console\n" + out + "\n```"}},
+		map[string]any{"type": "diff", "path": "/p/big.txt", "newText": strings.Repeat("y", 768<<10)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddMessage(agent.Message{Role: agent.RoleTool, ToolCallID: "c1", Content: out},
+		&sessions.ToolView{Title: "x", Kind: "execute", Status: "completed", Content: content, Locations: json.RawMessage(`[{"line":0,"path":"/p/big.txt"}]`)}, false)
+	s.Sync()
+	if grown := fileSize(t, path) - before; grown > sessions.CallMax {
+		t.Errorf("one call grew the log by %d bytes, over %d", grown, sessions.CallMax)
+	}
+	id := s.ID
+	if err := reg.Close(id); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := st.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	found := false
+	for _, e := range sess.Entries() {
+		if e.Kind != store.KindToolResult {
+			continue
+		}
+		p, err := e.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := p.(store.ToolResult)
+		found = true
+		if r.Text != out || r.Content != nil || r.Locations != nil {
+			t.Errorf("stored: text %d bytes (want %d), content %d bytes, locations %s", len(r.Text), len(out), len(r.Content), r.Locations)
+		}
+	}
+	if !found {
+		t.Fatal("no tool result stored")
 	}
 }

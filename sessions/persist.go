@@ -205,6 +205,13 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 		if view != nil {
 			r.Title, r.ToolKind, r.RawInput, r.Status, r.Content, r.Hidden = view.Title, view.Kind, view.RawInput, view.Status, view.Content, view.Hidden
 			r.Locations = view.Locations
+			if entrySize(r) > CallMax-callEnvelope {
+				// The model's text is the history and stays; the editor's
+				// copy goes, and a replay shows the text fenced.
+				s.log.Warn("tool call stored without what the editor was shown of it: over the cap",
+					zap.String("call", m.ToolCallID), zap.Int("bytes", len(r.Content)+len(r.Locations)), zap.Int("cap", CallMax))
+				r.Content, r.Locations = nil, nil
+			}
 		}
 		s.noteSeq(s.persist(r))
 	}
