@@ -273,6 +273,7 @@ const deletedClaim = -1
 // directory both snapshots share did not change.
 func diff(root string, before, after *snapshot, since int64, claimed map[string]int64) []Change {
 	var out []Change
+	gone := goneInodes(before, after)
 	for dir, a := range after.dirs {
 		if b := before.dirs[dir]; a != b {
 			dirSince := since
@@ -280,7 +281,7 @@ func diff(root string, before, after *snapshot, since int64, claimed map[string]
 				// Its files keep the ctimes they had where they were.
 				dirSince = math.MinInt64
 			}
-			out = changedIn(out, root, b, a, dirSince, claimed)
+			out = changedIn(out, root, b, a, dirSince, gone, claimed)
 		}
 	}
 	for dir, b := range before.dirs {
@@ -313,15 +314,40 @@ func movedIn(dir string, before, after *snapshot, since int64) bool {
 	}
 }
 
+// goneInodes are the inodes of the files that left their path between the
+// snapshots. A file at a new path with one of them was moved there (with
+// its directory: its own ctime is old) by the command, which moved it away
+// from where it was shown deleted.
+func goneInodes(before, after *snapshot) map[uint64]bool {
+	gone := map[uint64]bool{}
+	for dir, b := range before.dirs {
+		a := after.dirs[dir]
+		if a == b {
+			continue
+		}
+		for rel, e := range b.files {
+			if _, ok := a.get(rel); !ok {
+				gone[e.ino] = true
+			}
+		}
+	}
+	return gone
+}
+
 // changedIn appends the files of a directory created or changed from
-// before (nil: the directory is new) to after.
-func changedIn(out []Change, root string, before, after *dirFiles, since int64, claimed map[string]int64) []Change {
+// before (nil: the directory is new) to after; gone are the inodes that
+// left their path (see goneInodes).
+func changedIn(out []Change, root string, before, after *dirFiles, since int64, gone map[uint64]bool, claimed map[string]int64) []Change {
 	for rel, a := range after.files {
 		if c, done := claimed[rel]; done && c == a.ctime {
 			continue
 		}
 		b, ok := before.get(rel)
-		ch, changed := change(b, ok, a, since)
+		fileSince := since
+		if !ok && gone[a.ino] {
+			fileSince = math.MinInt64
+		}
+		ch, changed := change(b, ok, a, fileSince)
 		if !changed {
 			continue
 		}

@@ -50,6 +50,9 @@ func TestEventsSeeWhatTheWalkSees(t *testing.T) {
 		{"outside is not watched", "echo z > " + outside + "/away/w.txt", nil},
 		{"move in", "mv " + outside + "/in in", []string{`created in/x/y.txt new="y\n"`}},
 		{"edit what moved in", "echo y2 > in/x/y.txt", []string{`modified in/x/y.txt old="y\n" new="y2\n"`}},
+		// Moved, then written in: the move's files are known by their
+		// inodes, gone from where they were.
+		{"move and write", "mv in/x in/w && echo v > in/w/v.txt", []string{`created in/w/v.txt new="v\n"`, `created in/w/y.txt new="y2\n"`, `deleted in/x/y.txt old="y2\n"`}},
 		{"remove a tree", "rm -rf d", []string{`deleted d/e/deep.txt old="deep\ndeeper\n"`, `deleted d/e/moved/m.txt old="m2\n"`}},
 		{"ignored", "echo l > n/o/x.log", nil},
 		{"made again", "rm -rf again && mkdir -p again/sub && echo new > again/sub/new.txt", []string{`deleted again/gone/g.txt old="g\n"`,
