@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -65,7 +66,13 @@ func TestEventsSeeWhatTheWalkSees(t *testing.T) {
 		{"after the rules change", "echo s2 > n/s.md && echo t > n/t.txt", []string{`modified n/s.md old="s\n" new="s2\n"`}},
 		{"nothing", "cat a.txt >/dev/null", nil},
 	}
+	// Files whose last change must be clearly older than a case's start,
+	// or their own ctime would make them the case's.
+	settled := map[string]string{"move and write": "in/x/y.txt"}
 	for _, c := range cases {
+		if p := settled[c.name]; p != "" {
+			settle(t, filepath.Join(root, p))
+		}
 		me := events.Begin(changes.Key{Session: "events", Root: root})
 		mw := walk.Begin(changes.Key{Session: "walk", Root: root})
 		run(t, root, c.command)
@@ -154,4 +161,18 @@ func inotifyFDs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// settle returns once path's last change is clearly in the past: the clock
+// is polled past its mtime, so a command started now finds it older than
+// its own start.
+func settle(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !fi.ModTime().Add(100 * time.Millisecond).Before(time.Now()) {
+		runtime.Gosched()
+	}
 }
