@@ -118,12 +118,15 @@ func TestKillBackgroundTask(t *testing.T) {
 func TestSetsidDaemonEndsWithSession(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, setupOpts{})
-	res := s.runCmd(t, "s", "setsid sleep 300 >/dev/null 2>&1 </dev/null & echo started")
+	// The command waits until the daemon has left its session (it writes
+	// its pid after setsid): before that, the daemon is a leftover of the
+	// command's group, which the command's end kills, as it should.
+	res := s.runCmd(t, "s", "setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' >/dev/null 2>&1 </dev/null & until [ -s daemon.pid ]; do sleep 0.01; done; echo started")
 	if res.Stdout.Text != "started\n" {
 		t.Fatalf("stdout %q", res.Stdout.Text)
 	}
-	if left := s.procs(t, "s"); len(left) != 1 || left[0] != "sleep" {
-		t.Fatalf("in the container: %v; want the daemon's sleep", left)
+	if left := s.procs(t, "s"); len(left) != 1 || (left[0] != "sleep" && left[0] != "sh") {
+		t.Fatalf("in the container: %v; want the daemon (sh, then sleep)", left)
 	}
 	start := time.Now()
 	s.ex.KillOwned("s")
