@@ -263,15 +263,38 @@ func (m *Mark) Discard() {
 	m.tree.closeLocked()
 }
 
-// deletedClaim is the ctime a claim records for a file deleted.
-const deletedClaim = -1
+// claim is what a command that ended reported of a file: the version it
+// saw, or that the file was deleted.
+type claim struct {
+	deleted bool
+	seen    entry
+}
+
+// covers reports whether the file, now a, is the version the claim
+// reported, or that version touched since: the same bytes with a newer
+// ctime. A tool that writes a file in two steps (touch: create, then set
+// the times) can be seen by a command that ends between them; the second
+// step is no new change to report. When the bytes are not kept, only the
+// same stat data tells it is the same version.
+func (c claim) covers(a entry) bool {
+	s := c.seen
+	switch {
+	case c.deleted:
+		return false
+	case s.ctime == a.ctime:
+		return true
+	case s.known && a.known:
+		return s.text == a.text
+	}
+	return s.sameStat(a)
+}
 
 // diff lists the files that differ between two snapshots of root, leaving
 // out the created and changed ones whose ctime is before since, and those
 // whose same version was already claimed by another command that ended in
-// the meantime (the claims are rel → ctime). It claims what it lists. A
+// the meantime. It claims what it lists. A
 // directory both snapshots share did not change.
-func diff(root string, before, after *snapshot, since int64, claimed map[string]int64) []Change {
+func diff(root string, before, after *snapshot, since int64, claimed map[string]claim) []Change {
 	var out []Change
 	gone := goneInodes(before, after)
 	for dir, a := range after.dirs {
@@ -337,9 +360,9 @@ func goneInodes(before, after *snapshot) map[uint64]bool {
 // changedIn appends the files of a directory created or changed from
 // before (nil: the directory is new) to after; gone are the inodes that
 // left their path (see goneInodes).
-func changedIn(out []Change, root string, before, after *dirFiles, since int64, gone map[uint64]bool, claimed map[string]int64) []Change {
+func changedIn(out []Change, root string, before, after *dirFiles, since int64, gone map[uint64]bool, claimed map[string]claim) []Change {
 	for rel, a := range after.files {
-		if c, done := claimed[rel]; done && c == a.ctime {
+		if c, done := claimed[rel]; done && c.covers(a) {
 			continue
 		}
 		b, ok := before.get(rel)
@@ -352,7 +375,7 @@ func changedIn(out []Change, root string, before, after *dirFiles, since int64, 
 			continue
 		}
 		ch.Path = join(root, rel)
-		claimed[rel] = a.ctime
+		claimed[rel] = claim{seen: a}
 		out = append(out, ch)
 	}
 	return out
@@ -360,15 +383,15 @@ func changedIn(out []Change, root string, before, after *dirFiles, since int64, 
 
 // deletedFrom appends the files of a directory that are no longer in
 // after (nil: the directory is gone).
-func deletedFrom(out []Change, root string, before, after *dirFiles, claimed map[string]int64) []Change {
+func deletedFrom(out []Change, root string, before, after *dirFiles, claimed map[string]claim) []Change {
 	for rel, b := range before.files {
 		if _, ok := after.get(rel); ok {
 			continue
 		}
-		if c, done := claimed[rel]; done && c == deletedClaim {
+		if c, done := claimed[rel]; done && c.deleted {
 			continue
 		}
-		claimed[rel] = deletedClaim
+		claimed[rel] = claim{deleted: true}
 		out = append(out, Change{Path: join(root, rel), Op: Deleted, Old: b.side()})
 	}
 	return out

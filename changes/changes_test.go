@@ -207,3 +207,51 @@ func TestContentBudget(t *testing.T) {
 		t.Errorf("%d files with a known old text, want 1 (the budget holds one)", known)
 	}
 }
+
+// Two commands run side by side (a background task and a foreground one):
+// the change the first to end reported is not reported again by the other,
+// even when the writer was between two steps as the first ended (touch
+// makes the file, then sets its times, which changes its ctime).
+func TestClaimedOnce(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	tr := changes.New(changes.Options{})
+	t.Cleanup(tr.Close)
+	key := changes.Key{Session: "s", Root: root}
+	task, fg := tr.Begin(key), tr.Begin(key)
+	if task == nil || fg == nil {
+		t.Fatal("Begin = nil")
+	}
+	path := filepath.Join(root, "gate")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var got []string
+	for _, c := range task.End() {
+		got = append(got, summary(root, c))
+	}
+	if want := `created gate new=""`; strings.Join(got, "\n") != want {
+		t.Fatalf("the task ended first: got %q, want %q", got, want)
+	}
+	// touch's second step, a moment later.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !time.Now().After(fi.ModTime().Add(50 * time.Millisecond)) {
+		runtime.Gosched()
+	}
+	now := time.Now()
+	if err := os.Chtimes(path, now, now); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, c := range fg.End() {
+		got = append(got, summary(root, c))
+	}
+	if len(got) != 0 {
+		t.Errorf("the command that ended second reported again: %q", got)
+	}
+}

@@ -116,11 +116,11 @@ type tree struct {
 	cur    *snapshot
 	tooBig bool
 	// open counts the commands measured and not ended yet. While one is,
-	// claimed keeps what the others that ended reported (path → ctime, or
-	// deletedClaim): a command running beside them (a background task)
-	// does not report the same change again.
+	// claimed keeps what the others that ended reported: a command running
+	// beside them (a background task) does not report the same change
+	// again.
 	open    int
-	claimed map[string]int64
+	claimed map[string]claim
 
 	// watch tells which directories changed since the last walk (Linux);
 	// nil while the tree is walked whole.
@@ -184,7 +184,7 @@ func (tr *tree) end(base *snapshot, since int64) []Change {
 		return nil
 	}
 	if tr.claimed == nil {
-		tr.claimed = map[string]int64{}
+		tr.claimed = map[string]claim{}
 	}
 	return diff(tr.root, base, cur, since, tr.claimed)
 }

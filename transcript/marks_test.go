@@ -53,10 +53,15 @@ func TestFindProcs(t *testing.T) {
 	pid := cmd.Process.Pid
 	found := func() []ourProc { return findProcs([]string{"other", token}, "find-procs-job") }
 	// bash execs sleep under the mark; until then the mark is only in its
-	// -c text, which counts as well.
-	for len(found()) == 0 {
+	// -c text, which counts as well. While the exec is under way, /proc
+	// may read an empty command line or environment (CI saw it once), so
+	// the checks below wait until the process has the mark as its name.
+	for {
+		if got := found(); len(got) == 1 && len(got[0].argv) > 0 && got[0].argv[0] == "find-procs-job" {
+			break
+		}
 		if ctx.Err() != nil {
-			t.Fatal("the marked process was never found")
+			t.Fatalf("the marked process was never found: %v", found())
 		}
 		time.Sleep(pollInterval)
 	}
