@@ -153,7 +153,6 @@ func TestThinkingFields(t *testing.T) {
 		{"deepseek-flash", "", nil, []string{"thinking", "reasoning_effort"}},
 		{"qwen3:8b", "high", map[string]any{"reasoning_effort": "high"}, []string{"thinking"}},
 		{"qwen3:8b", "off", map[string]any{"reasoning_effort": "none"}, []string{"thinking"}},
-		{"qwen3:8b", "max", map[string]any{"reasoning_effort": "xhigh"}, []string{"thinking"}},
 	}
 	for _, tt := range tests {
 		flavor := mockllm.DeepSeek
@@ -176,6 +175,42 @@ func TestThinkingFields(t *testing.T) {
 			if _, ok := body[k]; ok {
 				t.Errorf("%s %q: %s sent", tt.model, tt.level, k)
 			}
+		}
+	}
+}
+
+// A level the endpoint refuses ends the prompt with an error that names
+// the model, the level, what was sent and how to turn it down, not a bare
+// 400 (Ollama refuses thinking for a model that cannot, and efforts it does
+// not know).
+func TestThinkingRefusedIsNamed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		model, level string
+		want         []string
+	}{
+		{"deepseek-coder-v2:16b", "high", []string{`refused thought level "high" for model "deepseek-coder-v2:16b"`, `"reasoning_effort": "high"`,
+			"does not support thinking", "--thinking off"}},
+		{"qwen3:8b", "max", []string{`refused thought level "max" for model "qwen3:8b"`, `"reasoning_effort": "xhigh"`,
+			`think value "xhigh" is not supported`, "without --thinking"}},
+	}
+	for _, tt := range tests {
+		m := mockllm.New(t, mockllm.Options{Flavor: mockllm.Ollama, Models: []string{tt.model}, NoThinking: []string{"deepseek-coder-v2:16b"}})
+		req := simpleRequest()
+		req.Thinking = tt.level
+		_, err := mockProvider(t, m, tt.model, nil).Stream(testutil.Context(t), req, func(agent.Delta) {})
+		if !errors.Is(err, agent.ErrProvider) {
+			t.Fatalf("%s %s: err = %v, want a provider error", tt.model, tt.level, err)
+		}
+		for _, w := range append(tt.want, m.URL) {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %s: error %q lacks %q", tt.model, tt.level, err, w)
+			}
+		}
+		// Off is what the error offers: it must get through.
+		req.Thinking = agent.ThinkingOff
+		if _, err := mockProvider(t, m, tt.model, nil).Stream(testutil.Context(t), req, func(agent.Delta) {}); err != nil {
+			t.Errorf("%s off: %v", tt.model, err)
 		}
 	}
 }

@@ -367,3 +367,49 @@ func (p *Provider) imageRefused(err error, names []string) error {
 	}
 	return &providerError{msg: p.redact(msg), kinds: []error{agent.ErrProvider, agent.ErrImageRefused}, cause: err}
 }
+
+// thinkingRefused is the error for a request the endpoint refused because
+// of the thought level it carried (a model that does not think, an effort
+// the server does not know), naming the model, the level and how to turn it
+// down; nil when err is something else or the request asked for no level.
+// Ollama answers 400 `"deepseek-coder-v2" does not support thinking` or
+// `think value "xhigh" is not supported for this model`; OpenAI 400
+// "Unsupported value: 'reasoning_effort' …".
+func (p *Provider) thinkingRefused(err error, model, level string) error {
+	var se *statusError
+	if level == "" || !errors.As(err, &se) || se.status != http.StatusBadRequest && se.status != http.StatusUnprocessableEntity {
+		return nil
+	}
+	m := strings.ToLower(se.message)
+	if strings.Contains(m, "reasoning_content") || !containsAny(m, "support thinking", "think value", "reasoning_effort", "reasoning effort", "thinking type") {
+		return nil
+	}
+	sent := thinkingFields(model, level)
+	fix := "set Thinking to Off (the editor's thought_level option) or start dsh-acp with --thinking off"
+	if !agent.IsDeepSeek(model) {
+		fix = "choose another Thinking level (the editor's thought_level option), or start dsh-acp without --thinking (DSH_THINKING, thinking in config.toml) if this model takes no reasoning_effort"
+	}
+	msg := fmt.Sprintf("the model endpoint %s refused thought level %q for model %q (sent as %s; %d %s%s): %s",
+		p.endpoint, level, model, fieldsText(sent), se.status, http.StatusText(se.status), serverMessage(se.message), fix)
+	return &providerError{msg: p.redact(msg), kinds: []error{agent.ErrProvider}, cause: err}
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldsText is request fields as a reader sees them, in a fixed order.
+func fieldsText(fields map[string]json.RawMessage) string {
+	var parts []string
+	for _, k := range []string{"thinking", "reasoning_effort"} {
+		if v, ok := fields[k]; ok {
+			parts = append(parts, fmt.Sprintf("%q: %s", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

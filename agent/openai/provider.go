@@ -236,13 +236,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 		}
 		if delivered || !retryable(err) || retry >= p.maxRetries {
 			p.log.Warn("model request failed", zap.Int("retries", retry), zap.String("error", p.redact(err.Error())))
-			if missing := p.modelMissing(ctx, params.Model, err); missing != nil {
-				return agent.Response{}, missing
-			}
-			if refused := p.imageRefused(err, imageNames(req)); refused != nil {
-				return agent.Response{}, refused
-			}
-			return agent.Response{}, p.describe(err, retry)
+			return agent.Response{}, p.failure(ctx, err, retry, params.Model, req)
 		}
 		delay, ok := p.retryDelay(err, retry)
 		if !ok {
@@ -255,6 +249,22 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 			return agent.Response{}, fmt.Errorf("model request to %s: %w", p.endpoint, err)
 		}
 	}
+}
+
+// failure is the error of a request that will not be tried again: what
+// the endpoint refused (the model, an image, the thought level) when it
+// said so, else err described.
+func (p *Provider) failure(ctx context.Context, err error, retries int, model string, req agent.Request) error {
+	if missing := p.modelMissing(ctx, model, err); missing != nil {
+		return missing
+	}
+	if refused := p.imageRefused(err, imageNames(req)); refused != nil {
+		return refused
+	}
+	if refused := p.thinkingRefused(err, model, req.Thinking); refused != nil {
+		return refused
+	}
+	return p.describe(err, retries)
 }
 
 // attempt runs one HTTP request. delivered reports whether any delta was

@@ -11,7 +11,9 @@
 //   - OpenRouter: reasoning as "reasoning", usage with cost (USD) and
 //     prompt_tokens_details.cached_tokens, 404 model_not_found;
 //   - Ollama: tool calls finish with "stop" and every call has index 0,
-//     reasoning as "reasoning", no key, 404 `model "x" not found`.
+//     reasoning as "reasoning", no key, 404 `model "x" not found`;
+//     reasoning_effort only high, medium, low or none, and only none for a
+//     model that cannot think.
 //
 // Every flavour serves GET /models. Only tests import it.
 package mockllm
@@ -80,6 +82,9 @@ type Options struct {
 	Key string
 	// Reply answers chat request n (0-based); nil answers "ok".
 	Reply func(n int, req Request) Reply
+	// NoThinking are models that cannot think: Ollama refuses a
+	// reasoning_effort other than "none" for them.
+	NoThinking []string
 }
 
 // Request is a chat request as the mock received it.
@@ -228,6 +233,9 @@ func (s *Server) refuse(req Request) (status int, msg, code string) {
 	if !slices.Contains(s.opts.Models, model) {
 		return s.unknownModel(model)
 	}
+	if s.opts.Flavor == Ollama {
+		return s.refuseOllama(req, model)
+	}
 	if s.opts.Flavor != DeepSeek {
 		return 0, "", ""
 	}
@@ -251,6 +259,22 @@ func (s *Server) unknownModel(model string) (status int, msg, code string) {
 	default:
 		return http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", model), ""
 	}
+}
+
+// refuseOllama is Ollama's refusal of a reasoning_effort: it maps high,
+// medium and low to thinking and none to none, refuses any other value,
+// and refuses thinking for a model that cannot.
+func (s *Server) refuseOllama(req Request, model string) (status int, msg, code string) {
+	e, ok := req.Body["reasoning_effort"]
+	switch {
+	case !ok || e == "none":
+		return 0, "", ""
+	case e != "high" && e != "medium" && e != "low":
+		return http.StatusBadRequest, fmt.Sprintf("think value %q is not supported for this model", e), ""
+	case slices.Contains(s.opts.NoThinking, model):
+		return http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", model), ""
+	}
+	return 0, "", ""
 }
 
 // refuseOptions is DeepSeek's refusal of a thinking type or reasoning
