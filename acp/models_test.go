@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // option finds a config option by id.
@@ -249,5 +251,53 @@ func TestImageNoteOncePerSession(t *testing.T) {
 	}
 	if got := rec.last().Messages[1].Content; !strings.Contains(got, agent.ImageNote) {
 		t.Errorf("user message %q lacks the note", got)
+	}
+}
+
+// imageTool returns an image, as an MCP tool can.
+type imageTool struct{}
+
+func (imageTool) Name() string            { return "shot" }
+func (imageTool) Description() string     { return "a screenshot" }
+func (imageTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (imageTool) Prepare(tools.Caller, json.RawMessage) tools.Prepared {
+	return tools.Prepared{
+		Call: tools.Call{Title: "screenshot", Kind: tools.KindFetch, Subject: tools.Key("mcp:shots/shot")},
+		Run: func(context.Context, tools.Live) tools.Result {
+			return tools.Result{Text: "[image: image/png]", Images: []tools.Image{{MimeType: "image/png", Data: pngData}}}
+		},
+	}
+}
+
+// An image an MCP tool returns to a model that does not read images is
+// left out, and the user is told so once, as for a prompt's.
+func TestToolImageNoteOncePerSession(t *testing.T) {
+	t.Parallel()
+	rec := &requests{p: script{
+		"look": steps(call("c1", "shot", nil), call("c2", "shot", nil)),
+		"more": steps(call("c3", "shot", nil)),
+	}}
+	h := newHarness(t, harnessOptions{provider: rec, model: "deepseek-v4-pro", tools: []tools.Tool{imageTool{}}})
+	sid, _ := h.newSession(sessions.ModeAuto)
+	for _, p := range []string{"look", "more"} {
+		if resp, err := h.prompt(sid, p); err != nil || resp.StopReason != acpsdk.StopReasonEndTurn {
+			t.Fatalf("prompt %q = %+v, %v", p, resp, err)
+		}
+	}
+	told := 0
+	for _, u := range h.client.allUpdatesOf(sid) {
+		if c := u.AgentMessageChunk; c != nil && c.Content.Text != nil && strings.Contains(c.Content.Text.Text, "deepseek-v4-pro does not read images") {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("told %d times, want once", told)
+	}
+	for _, r := range rec.got {
+		for _, m := range r.Messages {
+			if len(m.Images) > 0 {
+				t.Errorf("deepseek-v4-pro was sent an image: %+v", m)
+			}
+		}
 	}
 }

@@ -83,10 +83,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		// and the editor is shown the files once and after a change.
 		Instructions: s.Instructions(),
 		Record:       rec.record,
-		Emit: func(e agent.Event) {
-			rec.observe(e)
-			emit(e)
-		},
+		Emit:         a.turnEmit(s, model, rec, ui, emit),
 	})
 	flushNotes()
 	a.showNoticed(s, ui)
@@ -167,18 +164,40 @@ func (a *Agent) readsImages(model string) bool {
 	return agent.ReadsImages(model)
 }
 
+// turnEmit is a turn's event sink: the recorder, then the editor, then
+// the note about an MCP tool's images a model does not read.
+func (a *Agent) turnEmit(s *sessions.Session, model string, rec *recorder, ui *turnUI, emit func(agent.Event)) func(agent.Event) {
+	return func(e agent.Event) {
+		rec.observe(e)
+		emit(e)
+		if e.Kind == agent.EventToolResult {
+			if note := a.imagesNote(s, model, len(e.Result.Images)); note != "" {
+				ui.send(messageChunk(agent.Event{Text: note, MessageID: uuid.NewString()}))
+			}
+		}
+	}
+}
+
 // noteImages tells the user, once per session, in the answer, that the
 // model does not read the images they sent.
 func (a *Agent) noteImages(ctx context.Context, s *sessions.Session, model string, images int) {
+	if text := a.imagesNote(s, model, images); text != "" {
+		a.sendUpdate(ctx, s.ID, messageChunk(agent.Event{Text: text, MessageID: uuid.NewString()}))
+	}
+}
+
+// imagesNote is what the user is told, once per session, when model is
+// not sent images (of a prompt, or an MCP tool's); "" when there is
+// nothing to tell.
+func (a *Agent) imagesNote(s *sessions.Session, model string, images int) string {
 	if images == 0 || a.readsImages(model) {
-		return
+		return ""
 	}
 	if _, told := a.imagesNoted.LoadOrStore(s.ID, true); told {
-		return
+		return ""
 	}
-	text := fmt.Sprintf("(%s does not read images, so it is told only that an image was left out. Choose a model that reads them, such as %s, or start dsh-acp with --images on if this one does.)\n\n",
+	return fmt.Sprintf("(%s does not read images, so it is told only that an image was left out. Choose a model that reads them, such as %s, or start dsh-acp with --images on if this one does.)\n\n",
 		model, agent.ModelDeepSeekFlash)
-	a.sendUpdate(ctx, s.ID, messageChunk(agent.Event{Text: text, MessageID: uuid.NewString()}))
 }
 
 // links reads the files a prompt of s links to: through the client when it
