@@ -128,7 +128,13 @@ func (a *Agent) thinkingOffered(model string) bool {
 // option, else --thinking, else DeepSeek's own default (high); empty when
 // the option is not offered for its model, so nothing is sent.
 func (a *Agent) sessionThinking(s *sessions.Session) string {
-	if !a.thinkingOffered(a.sessionModel(s)) {
+	return a.thinkingFor(s, a.sessionModel(s))
+}
+
+// thinkingFor is the thought level of s's requests to model: a turn asks
+// the model it started with, whatever the option says by now.
+func (a *Agent) thinkingFor(s *sessions.Session, model string) string {
+	if !a.thinkingOffered(model) {
 		return ""
 	}
 	return cmp.Or(s.Thinking(), a.opts.Thinking, agent.ThinkingHigh)

@@ -301,3 +301,45 @@ func TestToolImageNoteOncePerSession(t *testing.T) {
 		}
 	}
 }
+
+// flipTool runs do while the turn is in the middle of its tool calls.
+type flipTool struct{ do func() }
+
+func (flipTool) Name() string            { return "flip" }
+func (flipTool) Description() string     { return "changes a setting" }
+func (flipTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (f flipTool) Prepare(tools.Caller, json.RawMessage) tools.Prepared {
+	return tools.Prepared{
+		Call: tools.Call{Title: "flip", Kind: tools.KindOther, Subject: tools.Key("mcp:t/flip")},
+		Run: func(context.Context, tools.Live) tools.Result {
+			f.do()
+			return tools.Result{Text: "flipped"}
+		},
+	}
+}
+
+// A thought level chosen in the middle of a turn (while a tool runs)
+// applies from the next request, not from the next prompt.
+func TestThoughtLevelAppliesFromTheNextRequest(t *testing.T) {
+	t.Parallel()
+	rec := &requests{p: script{"go": steps(call("c1", "flip", nil), text("done"))}}
+	var h *harness
+	var sid acpsdk.SessionId
+	flip := flipTool{do: func() {
+		if _, err := setOption(h, sid, "thought_level", "off"); err != nil {
+			t.Errorf("set off mid-turn: %v", err)
+		}
+	}}
+	h = newHarness(t, harnessOptions{provider: rec, model: "deepseek-flash", tools: []tools.Tool{flip}})
+	sid, _ = h.newSession(sessions.ModeAuto)
+	if resp, err := h.prompt(sid, "go"); err != nil || resp.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt = %+v, %v", resp, err)
+	}
+	var got []string
+	for _, r := range rec.got {
+		got = append(got, r.Thinking)
+	}
+	if strings.Join(got, ",") != "high,off" {
+		t.Errorf("thought levels of the turn's requests = %v, want high then off", got)
+	}
+}
