@@ -285,8 +285,12 @@ func refuseOptions(req Request) string {
 			return fmt.Sprintf("invalid thinking type %v", typ)
 		}
 	}
-	if e, ok := req.Body["reasoning_effort"]; ok && e != "low" && e != "high" && e != "max" {
-		return fmt.Sprintf("invalid reasoning_effort %v", e)
+	// DeepSeek's thinking-mode guide maps minimal to low, medium and xhigh
+	// to high, ultra to max.
+	if e, ok := req.Body["reasoning_effort"]; ok {
+		if v, _ := e.(string); !slices.Contains([]string{"minimal", "low", "medium", "high", "xhigh", "max", "ultra"}, v) {
+			return fmt.Sprintf("invalid reasoning_effort %v", e)
+		}
 	}
 	return ""
 }
