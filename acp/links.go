@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -104,7 +105,9 @@ func readInside(path, dir string) (string, error) {
 	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", errOutside
 	}
-	f, err := os.Open(real)
+	// Non-blocking: open(2) of a FIFO would wait for a writer for ever,
+	// and the prompt with it, before the check below could refuse it.
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -44,6 +45,14 @@ func TestReadInside(t *testing.T) {
 	// A link inside the cwd that points outside it is outside.
 	if err := os.Symlink(filepath.Join(outer, "outside.txt"), filepath.Join(cwd, "escape.txt")); err != nil {
 		t.Fatal(err)
+	}
+	// A FIFO in the cwd (an @-mentioned one) is refused at once: opening
+	// it must not wait for a writer (without O_NONBLOCK this test hangs).
+	if err := syscall.Mkfifo(filepath.Join(cwd, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readInside(filepath.Join(cwd, "fifo"), cwd); err == nil {
+		t.Errorf("a FIFO read as %q", got)
 	}
 	if got, err := readInside(filepath.Join(cwd, "in.txt"), cwd); err != nil || got != "inside" {
 		t.Errorf("inside: %q, %v", got, err)

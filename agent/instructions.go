@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -135,7 +138,9 @@ func (in *Instructions) read(path string) (string, statKey, bool) {
 	if c, ok := in.cache[path]; ok && c.key == key {
 		return c.text, key, true
 	}
-	b, err := os.ReadFile(path)
+	// Past MaxInstructions a file is cut anyway (see cut): a huge one
+	// costs no more than that.
+	b, err := readRegular(path, MaxInstructions+utf8.UTFMax)
 	if err != nil {
 		delete(in.cache, path)
 		return "", statKey{}, false
@@ -237,6 +242,33 @@ func chain(cwd, root string) []string {
 	return dirs
 }
 
+// maxGitFile bounds what is read of a .git file or a HEAD: a path or a ref.
+const maxGitFile = 64 << 10
+
+// errNotRegular: a name read for the instructions is a FIFO, a device or a
+// directory.
+var errNotRegular = errors.New("not a regular file")
+
+// readRegular reads at most limit bytes of the regular file at path,
+// opened without blocking: a FIFO named AGENTS.md, .git or HEAD (a command
+// in the project can make one) must not hang every prompt, nor a link to
+// /dev/zero fill memory.
+func readRegular(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errNotRegular
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
 // gitHead reads the branch of the repository at root from its HEAD file,
 // without running git: a prompt must not start a process the user would
 // notice. A worktree's .git file names its real git directory.
@@ -245,7 +277,7 @@ func gitHead(root string) (branch, detached string) {
 		return "", ""
 	}
 	gitDir := filepath.Join(root, ".git")
-	if b, err := os.ReadFile(gitDir); err == nil {
+	if b, err := readRegular(gitDir, maxGitFile); err == nil {
 		// A file: "gitdir: <path>".
 		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 		if !ok {
@@ -257,7 +289,7 @@ func gitHead(root string) (branch, detached string) {
 		}
 		gitDir = p
 	}
-	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	b, err := readRegular(filepath.Join(gitDir, "HEAD"), maxGitFile)
 	if err != nil {
 		return "", ""
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -593,10 +594,24 @@ func (w *walker) read(abs string, e *entry) {
 	}
 }
 
+// maxIgnoreFile bounds what is read of one ignore file: git's own are
+// kilobytes.
+const maxIgnoreFile = 1 << 20
+
 // readPatterns reads one ignore file; a missing or unreadable one has
-// none.
+// none, and so has one that is not a regular file (a FIFO would block the
+// walk, and every command's end with it, for ever; a link to /dev/zero
+// would never end) or is over maxIgnoreFile.
 func readPatterns(file string, domain []string) []gitignore.Pattern {
-	data, err := os.ReadFile(file)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreFile {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreFile))
 	if err != nil {
 		return nil
 	}

@@ -154,12 +154,15 @@ func authenticate(cfg *config, op *openai.Provider) func(context.Context) error 
 }
 
 // agentFiles are the agent's own files, which no command may read: the
-// log, the script record, the stored key and, when sessions are stored,
-// the state directory.
+// log, the script record, the config directory (the stored key and
+// config.toml) and, when sessions are stored, the state directory. The
+// whole config directory, not the key alone: a confined command that could
+// write config.toml (cwd $HOME) would set what the next agent obeys — its
+// --base-url (where the key is sent), --allow rules, its default mode.
 func agentFiles(cfg *config, stored bool) []string {
 	files := []string{cfg.logFile, cfg.scriptRecord}
-	if kf, err := keyFile(cfg.getenv); err == nil {
-		files = append(files, kf)
+	if dir, err := userdir.ConfigDirFor(runtime.GOOS, cfg.getenv); err == nil {
+		files = append(files, dir)
 	}
 	if stored {
 		if dir, err := cfg.storeDir(); err == nil {

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/internal/userdir"
 )
 
 // testExecutorEnv is the test switch that confines every command, whatever
@@ -43,6 +46,7 @@ func setupSandbox(cfg *config, log *zap.Logger, deny []string) (sandboxSetup, er
 		log.Info("no sandbox here: the Auto in sandbox mode is not offered", zap.Error(err))
 		return sandboxSetup{}, nil
 	}
+	makeConfigDir(cfg, log)
 	l, err := sandbox.NewLauncher(sandbox.LauncherOptions{Availability: avail})
 	if err != nil {
 		return sandboxSetup{}, fmt.Errorf("sandbox: %w", err)
@@ -70,6 +74,19 @@ func setupSandbox(cfg *config, log *zap.Logger, deny []string) (sandboxSetup, er
 		log.Warn("sandbox without a PID namespace: a command's setsid daemons can outlive it")
 	}
 	return sandboxSetup{confiner: c, offered: cfg.sandbox != "off"}, nil
+}
+
+// makeConfigDir makes the config directory if it is missing: it is denied
+// to confined commands (agentFiles), and a missing denied path is no
+// denial — a command could make it and write a config.toml there.
+func makeConfigDir(cfg *config, log *zap.Logger) {
+	dir, err := userdir.ConfigDirFor(runtime.GOOS, cfg.getenv)
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		log.Warn("config directory not made: confined commands may create it", zap.String("dir", dir), zap.Error(err))
+	}
 }
 
 // testSwitchSandbox reports whether the test switch confines every

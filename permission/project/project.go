@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -137,9 +138,52 @@ func (r *Rules) Remove(rule Rule) error {
 	return err
 }
 
+// maxFileBytes bounds the rules file read: thousands of rules are a few
+// hundred KB.
+const maxFileBytes = 4 << 20
+
+// errNotRegular: the rules file's name (or its lock's) is a link, a FIFO or
+// a device. It is in the state directory, which a command may reach; a
+// link there is never followed, a FIFO never blocks a permission check.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path without following a link or blocking on a FIFO,
+// and returns it only if it is a regular file.
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENXIO) || errors.Is(err, syscall.EISDIR) {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// readFile reads the rules file: a regular file of at most maxFileBytes.
+func (r *Rules) readFile() ([]byte, error) {
+	f, err := openRegular(r.path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err == nil && len(data) > maxFileBytes {
+		err = fmt.Errorf("%s is over %d bytes", r.path, maxFileBytes)
+	}
+	return data, err
+}
+
 func (r *Rules) read() (file, error) {
 	f := file{Projects: map[string][]string{}}
-	data, err := os.ReadFile(r.path)
+	data, err := r.readFile()
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
 	}
@@ -161,7 +205,7 @@ func (r *Rules) update(change func(*file)) error {
 	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
 		return fmt.Errorf("project rules: %w", err)
 	}
-	lock, err := os.OpenFile(r.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := openRegular(r.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("project rules: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/permission/project"
@@ -109,5 +110,49 @@ func TestRulesBroken(t *testing.T) {
 	}
 	if err := r.Allow(t.TempDir(), "ls"); err == nil {
 		t.Error("Allow over a broken file succeeded (it would have dropped the rules in it)")
+	}
+}
+
+// TestRulesFileNeverTrusted: the rules file lives in the state directory,
+// which a command may reach. A FIFO there must not block a permission check
+// (read afresh at each), a link to /dev/zero must not be read to the end
+// of memory, and a link planted as the lock must not be followed (it would
+// create the file it names). Each is an error, answered at once.
+func TestRulesFileNeverTrusted(t *testing.T) {
+	t.Parallel()
+	victim := filepath.Join(t.TempDir(), "victim")
+	for name, plant := range map[string]func(path string) error{
+		"FIFO":           func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"/dev/zero link": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"huge file": func(p string) error {
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Truncate(8 << 30)
+		},
+	} {
+		state := t.TempDir()
+		if err := plant(filepath.Join(state, project.FileName)); err != nil {
+			t.Fatal(err)
+		}
+		r := project.Open(state)
+		if keys, err := r.Keys(t.TempDir()); err == nil {
+			t.Errorf("%s: Keys = %v; want an error", name, keys)
+		}
+		if _, err := r.List(); err == nil {
+			t.Errorf("%s: List succeeded", name)
+		}
+	}
+	state := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(state, project.FileName+".lock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := project.Open(state).Allow(t.TempDir(), "ls"); err == nil {
+		t.Error("Allow took a linked lock")
+	}
+	if _, err := os.Lstat(victim); !os.IsNotExist(err) {
+		t.Errorf("the lock's link was followed: %v", err)
 	}
 }

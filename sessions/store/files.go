@@ -26,9 +26,10 @@ var errNotRegular = errors.New("not a regular file")
 func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK, perm)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EISDIR) {
 			// ELOOP: a link (O_NOFOLLOW); ENXIO: a FIFO opened for writing
-			// with no reader, or a socket.
+			// with no reader, or a socket; EISDIR: a directory opened for
+			// writing.
 			return nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
 		}
 		return nil, err

@@ -26,16 +26,46 @@ type Image struct {
 
 func (s *Store) imagesDir(id string) string { return filepath.Join(s.sessionsDir(), id+".images") }
 
+// MaxImageBytes bounds one stored image: PutImage refuses a larger one and
+// ReadImage reads no more (a name in the images directory may be anything
+// a command planted there, /dev/zero's link included). A prompt's frame is
+// at most 10 MiB, so its images are well below it.
+const MaxImageBytes = 32 << 20
+
+// errImagesDir: <id>.images is not a directory of ours (a link, a file).
+var errImagesDir = errors.New("the images directory is not a plain directory")
+
+// ownImagesDir checks that dir, if it exists, is a directory and not a
+// link to one: what is written or read beneath it stays in the store.
+func ownImagesDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &os.PathError{Op: "open", Path: dir, Err: errImagesDir}
+	}
+	return nil
+}
+
 // PutImage stores data (0600, in a 0700 directory) and returns its ref.
 func (sess *Session) PutImage(data []byte) (string, error) {
+	if len(data) > MaxImageBytes {
+		return "", fmt.Errorf("store image: %d bytes, over the %d stored", len(data), MaxImageBytes)
+	}
 	sum := sha256.Sum256(data)
 	ref := hex.EncodeToString(sum[:])
 	dir := sess.store.imagesDir(sess.id)
 	path := filepath.Join(dir, ref)
-	if _, err := os.Stat(path); err == nil {
+	// Lstat: a link or FIFO planted under the image's name is not the
+	// image; the rename below replaces it.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		return ref, nil
 	}
 	if err := privateDir(dir); err != nil {
+		return "", fmt.Errorf("store image: %w", err)
+	}
+	if err := ownImagesDir(dir); err != nil {
 		return "", fmt.Errorf("store image: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
@@ -63,12 +93,17 @@ func (sess *Session) PutImage(data []byte) (string, error) {
 // ErrBadRef is a ref that is not one PutImage makes.
 var ErrBadRef = errors.New("not an image ref")
 
-// ReadImage returns the bytes of the image ref names.
+// ReadImage returns the bytes of the image ref names: a regular file, read
+// without following a link or blocking on a FIFO, of at most MaxImageBytes.
 func (sess *Session) ReadImage(ref string) ([]byte, error) {
 	if b, err := hex.DecodeString(ref); err != nil || len(b) != sha256.Size {
 		return nil, fmt.Errorf("read image %q: %w", ref, ErrBadRef)
 	}
-	data, err := os.ReadFile(filepath.Join(sess.store.imagesDir(sess.id), ref))
+	dir := sess.store.imagesDir(sess.id)
+	if err := ownImagesDir(dir); err != nil {
+		return nil, fmt.Errorf("read image: %w", err)
+	}
+	data, err := readLimited(filepath.Join(dir, ref), MaxImageBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read image: %w", err)
 	}

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -329,5 +331,112 @@ func TestReleaseEntries(t *testing.T) {
 	}
 	if p, _ := all[2].Decode(); p.(store.Prompt).Text != "three" {
 		t.Errorf("last entry read back: %+v", p)
+	}
+}
+
+// An image's name in <id>.images may be anything a command planted there:
+// a link to /dev/zero, a FIFO, a sparse file of gigabytes, or the whole
+// directory a link elsewhere. ReadImage answers at once with an error for
+// each (without the fix: a load reads /dev/zero until memory runs out, or
+// blocks on the FIFO for ever), and PutImage replaces a planted name
+// rather than trusting it, never writing through a link.
+func TestImageFilesNeverTrusted(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	sess, err := st.Create("s1", "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	dir := filepath.Join(st.Dir(), "sessions", "s1.images")
+	plant := func(data []byte, how func(path string) error) string {
+		t.Helper()
+		ref, err := sess.PutImage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, ref)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := how(path); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	zero := plant([]byte("zero"), func(p string) error { return os.Symlink("/dev/zero", p) })
+	fifo := plant([]byte("fifo"), func(p string) error { return unix.Mkfifo(p, 0o600) })
+	huge := plant([]byte("huge"), func(p string) error {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Truncate(8 << 30)
+	})
+	for name, ref := range map[string]string{"/dev/zero link": zero, "FIFO": fifo, "8 GiB sparse file": huge} {
+		if data, err := sess.ReadImage(ref); err == nil {
+			t.Errorf("%s read as an image of %d bytes", name, len(data))
+		}
+	}
+
+	// A link planted under an image's name before it is stored is
+	// replaced, and its target left alone.
+	path, check := victim(t)
+	img := []byte("a real image")
+	sum := sha256.Sum256(img)
+	ref := hex.EncodeToString(sum[:])
+	if err := os.Symlink(path, filepath.Join(dir, ref)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sess.PutImage(img); err != nil || got != ref {
+		t.Fatalf("PutImage over a planted link = %q, %v", got, err)
+	}
+	if data, err := sess.ReadImage(ref); err != nil || string(data) != string(img) {
+		t.Errorf("ReadImage = %q, %v; want the image", data, err)
+	}
+	check()
+
+	// The whole directory a link: nothing read or written through it.
+	elsewhere := t.TempDir()
+	if err := os.Rename(dir, filepath.Join(elsewhere, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "moved"), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.ReadImage(ref); err == nil {
+		t.Error("an image read through a linked images directory")
+	}
+	if _, err := sess.PutImage([]byte("another")); err == nil {
+		t.Error("an image written through a linked images directory")
+	}
+	if _, err := sess.PutImage(make([]byte, store.MaxImageBytes+1)); err == nil {
+		t.Error("an image over MaxImageBytes stored")
+	}
+}
+
+// A directory named like a session file is not ours either: load and
+// delete say so (ErrForeign), as for a link or a FIFO, and leave it.
+func TestDirectoryNamedLikeLogForeign(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	sess, err := st.Create("good", "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
+	dir := filepath.Join(st.Dir(), "sessions", "d.jsonl")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Open("d"); !errors.Is(err, store.ErrForeign) {
+		t.Errorf("open a directory: %v, want ErrForeign", err)
+	}
+	if err := st.Delete("d"); !errors.Is(err, store.ErrForeign) {
+		t.Errorf("delete a directory: %v, want ErrForeign", err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("the directory: %v, %v", fi, err)
 	}
 }
