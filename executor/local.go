@@ -104,8 +104,8 @@ type Local struct {
 	closed   bool
 	procs    map[*proc]struct{}    // every process group not yet known gone
 	services map[*Service]struct{} // services not yet over, for KillOwned
-	svcTag   string                // names the services' markers (serviceMarker)
-	nextSvc  int
+	markTag  string                // names the services' and tasks' markers (ownMarker)
+	nextMark int
 	tasks    map[string]*task
 	nextTask int
 	subs     map[int]func(TaskEnd)
@@ -212,7 +212,7 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 		return res, err
 	}
 	defer l.wg.Done()
-	p, err := l.spawn(spec, "run", 0)
+	p, err := l.spawn(spec, "run", 0, "")
 	if err != nil {
 		return res, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,9 +38,10 @@ type proc struct {
 	readersLeft atomic.Int32
 	readersDone chan struct{} // closed when both readers returned
 	termC       chan struct{} // closed by the first terminate
-	// marker is a service's own environment entry (see StartService),
-	// which every process it starts inherits, those that leave its
-	// session included; empty for a command. Set before the start.
+	// marker is a service's or background task's own environment entry
+	// (see ownMarker), which every process it starts inherits, those that
+	// leave its session included; empty for a foreground command. Set
+	// before the start.
 	marker string
 
 	// mu guards the fields below.
@@ -104,8 +106,9 @@ func (l *Local) begin() error {
 }
 
 // spawn starts spec. The caller must hold a wg count (begin). label names
-// the spill files; unreadBytes > 0 gives the streams a background read queue.
-func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
+// the spill files; unreadBytes > 0 gives the streams a background read
+// queue; marker, if set, is the process's own (see ownMarker).
+func (l *Local) spawn(spec Spec, label string, unreadBytes int, marker string) (*proc, error) {
 	fi, err := os.Stat(spec.Workdir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -121,6 +124,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	}
 
 	p := newProc(l)
+	p.marker = marker
 	var obsOut, obsErr func([]byte, string)
 	if obs := spec.Observe; obs != nil {
 		obsOut = func(b []byte, spill string) { obs(Stdout, b, spill) }
@@ -153,7 +157,11 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 	l.procs[p] = struct{}{}
 	l.mu.Unlock()
 
-	process, err := l.start(shell, spec, outW, errW)
+	env := l.env
+	if marker != "" {
+		env = append(slices.Clip(env), marker)
+	}
+	process, err := l.start(shell, spec, env, outW, errW)
 	// The child has its copies; ours must go or the readers never see EOF.
 	closeAll(outW, errW)
 	if err != nil {
@@ -174,7 +182,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int) (*proc, error) {
 // command (Spec.Sandboxed, or every one with ConfineAll) is the Confiner's
 // to start; everything after (signals, reaping, the watchdog) is the same
 // for both.
-func (l *Local) start(shell string, spec Spec, stdout, stderr *os.File) (Process, error) {
+func (l *Local) start(shell string, spec Spec, env []string, stdout, stderr *os.File) (Process, error) {
 	if spec.Sandboxed || l.opts.ConfineAll {
 		if l.opts.Confine == nil {
 			return nil, fmt.Errorf("start bash: %w", ErrNoSandbox)
@@ -185,7 +193,7 @@ func (l *Local) start(shell string, spec Spec, stdout, stderr *os.File) (Process
 			// not be kept out of reach: do not start.
 			return nil, fmt.Errorf("start bash: sandbox: %w", err)
 		}
-		pr, err := l.opts.Confine.Start(Confinement{Shell: shell, Spec: spec, Env: l.env, SpillDir: own, PrivateDir: root, Stdout: stdout, Stderr: stderr})
+		pr, err := l.opts.Confine.Start(Confinement{Shell: shell, Spec: spec, Env: env, SpillDir: own, PrivateDir: root, Stdout: stdout, Stderr: stderr})
 		if err != nil {
 			// The confiner's error names it (sandbox: …, docker: …).
 			return nil, fmt.Errorf("start bash: %w", err)
@@ -196,7 +204,7 @@ func (l *Local) start(shell string, spec Spec, stdout, stderr *os.File) (Process
 		Path:   shell,
 		Args:   []string{"bash", "-c", spec.Command},
 		Dir:    spec.Workdir,
-		Env:    l.env,
+		Env:    env,
 		Stdout: stdout,
 		Stderr: stderr,
 		// Setsid rather than only Setpgid: the new session is also a new

@@ -146,7 +146,7 @@ func (l *Local) startService(spec ServiceSpec) (*Service, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, ErrClosed
 	}
-	p.marker = l.serviceMarker()
+	p.marker = l.ownMarker("SVC")
 	l.procs[p] = struct{}{}
 	l.services[svc] = struct{}{}
 	l.mu.Unlock()
@@ -182,17 +182,19 @@ func (l *Local) startService(spec ServiceSpec) (*Service, error) {
 	return svc, nil
 }
 
-// serviceMarker returns a new service's own environment entry. The name,
-// not the value, is unique (per executor and service), so a service of an
+// ownMarker returns a new service's or background task's own environment
+// entry (kind SVC or TASK): every process it starts inherits it, those that
+// leave its session (setsid) included, so its end can find them. The name,
+// not the value, is unique (per executor and process), so a service of an
 // agent run by another's service keeps both marks. l.mu must be held.
-func (l *Local) serviceMarker() string {
-	if l.svcTag == "" {
+func (l *Local) ownMarker(kind string) string {
+	if l.markTag == "" {
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
-		l.svcTag = hex.EncodeToString(b)
+		l.markTag = hex.EncodeToString(b)
 	}
-	l.nextSvc++
-	return "DSH_ACP_SVC_" + l.svcTag + "_" + strconv.Itoa(l.nextSvc) + "=1"
+	l.nextMark++
+	return "DSH_ACP_" + kind + "_" + l.markTag + "_" + strconv.Itoa(l.nextMark) + "=1"
 }
 
 // ownedServices returns the services of owner still running. l.mu must be

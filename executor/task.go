@@ -66,6 +66,7 @@ func (l *Local) Start(spec Spec) (string, error) {
 		num = int64(l.nextTask)
 	}
 	id := "bash-" + strconv.FormatInt(num, 10)
+	marker := l.ownMarker("TASK")
 	t := &task{id: id, owner: spec.Owner, command: spec.Command, workdir: spec.Workdir, started: time.Now(), status: Status{State: Running}}
 	l.tasks[id] = t
 	// Counted before the lock is released so Close waits for this task's
@@ -73,7 +74,7 @@ func (l *Local) Start(spec Spec) (string, error) {
 	l.wg.Add(1)
 	l.mu.Unlock()
 
-	p, err := l.spawn(spec, id, l.opts.UnreadBytes)
+	p, err := l.spawn(spec, id, l.opts.UnreadBytes, marker)
 	if err != nil {
 		st := Status{State: Failed, Err: err}
 		t.mu.Lock()
