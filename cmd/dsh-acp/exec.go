@@ -420,7 +420,9 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := n.Update
-	if u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil || u.ToolCall != nil {
+	// A tool call that arrives finished is the agent's own (the instruction
+	// files it read before the first request), not the model answering.
+	if u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil || (u.ToolCall != nil && u.ToolCall.Status != acpsdk.ToolCallStatusCompleted) {
 		p.modelSpoke = true
 	}
 	switch {
