@@ -67,14 +67,7 @@ func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env) {
 	default:
 		fmt.Fprintf(w, "config file: %s (not there; every setting below is a flag, the environment or a default)\n", l.file.path)
 	}
-	keyFrom := "not set"
-	for _, name := range executor.DefaultLimits().CredentialEnv {
-		if getenv(name) != "" {
-			keyFrom = "set, from the environment (" + name + ")"
-			break
-		}
-	}
-	fmt.Fprintf(w, "api key: %s\n\n", keyFrom)
+	fmt.Fprintf(w, "api key: %s\n\n", keySource(getenv))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
 	l.fs.VisitAll(func(f *flag.Flag) {
@@ -84,6 +77,26 @@ func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, shown(f), l.source(f.Name, given))
 	})
 	tw.Flush()
+}
+
+// keySource says where the API key would come from, never its value: the
+// environment first, as the agent reads it, then the file dsh-acp login
+// stored.
+func keySource(getenv env) string {
+	for _, name := range executor.DefaultLimits().CredentialEnv {
+		if getenv(name) != "" {
+			return "set, from the environment (" + name + ")"
+		}
+	}
+	k, err := storedKey(getenv)
+	switch {
+	case err != nil:
+		return "not usable: " + err.Error()
+	case k == "":
+		return "not set"
+	}
+	path, _ := keyFile(getenv)
+	return "set, stored by dsh-acp login (" + path + ")"
 }
 
 // shown is a value as a person reads it.
@@ -99,11 +112,15 @@ func shown(f *flag.Flag) string {
 }
 
 // source says where a flag's value came from. A repeatable flag set in
-// both the file and on the command line has both.
+// both the file and on the command line has both; a single value given as
+// a flag replaced the file's.
 func (l *layered) source(name string, given map[string]bool) string {
 	var from []string
 	if given[name] {
 		from = append(from, "flag")
+	}
+	if f := l.fs.Lookup(name); given[name] && f != nil && !repeatable(f) {
+		return "flag"
 	}
 	if line, ok := l.fileLines[name]; ok {
 		from = append(from, fmt.Sprintf("config file, line %d", line))

@@ -243,3 +243,43 @@ sandbox-network = false
 		}
 	}
 }
+
+// TestConfigCommandFlagOverFile: a single-value flag given on the command
+// line replaces the file's value, so its source is the flag alone; and a
+// key stored by dsh-acp login is reported as found there.
+func TestConfigCommandFlagOverFile(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-stored-not-printed"
+	getenv, path := configEnv(t, "timeout = \"5m\"\nmodel = \"from-file\"\n", nil)
+	keyPath := filepath.Join(filepath.Dir(path), keyFileName)
+	if err := os.WriteFile(keyPath, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"config", "--timeout", "7m"}, nil, &out, &errb, getenv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	got := out.String()
+	if strings.Contains(got, secret) {
+		t.Fatalf("config printed the API key:\n%s", got)
+	}
+	if want := "api key: set, stored by dsh-acp login (" + keyPath + ")"; !strings.Contains(got, want) {
+		t.Errorf("config output lacks %q:\n%s", want, got)
+	}
+	rows := map[string]string{"timeout": "7m0s flag", "model": "from-file config file, line 2"}
+	for _, line := range strings.Split(got, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		if want, ok := rows[f[0]]; ok {
+			if g := strings.Join(f[1:], " "); g != want {
+				t.Errorf("row %q = %q, want %q", f[0], g, want)
+			}
+			delete(rows, f[0])
+		}
+	}
+	if len(rows) > 0 {
+		t.Errorf("rows missing: %v\n%s", rows, got)
+	}
+}
