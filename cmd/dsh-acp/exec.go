@@ -77,6 +77,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	p.quiet.end()
 	p.finish()
 	if err != nil {
+		if first := unresolvedEndpoint(ctx, cfg); first != "" {
+			fmt.Fprintln(stderr, "dsh-acp exec:", first)
+		}
 		fmt.Fprintln(stderr, "dsh-acp exec:", err)
 		return 1
 	}
