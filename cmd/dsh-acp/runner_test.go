@@ -275,6 +275,8 @@ func TestMCPConfigFile(t *testing.T) {
 		`{"mcpServers": {"x": {"command": "a", "url": "b"}}}`: "both command and url",
 		`{"mcpServers": `:                                     "want {",
 		`{}`:                                                  "no \"mcpServers\"",
+		`{"mcpServers": {"x": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}`: "HTTP+SSE transport is not supported",
+		`{"mcpServers": {"x": {"type": "websocket", "url": "ws://a"}}}`:           `type "websocket"`,
 	} {
 		if _, err := loadMCPConfig(write(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want %q", body, err, want)
