@@ -283,3 +283,23 @@ func TestConfigCommandFlagOverFile(t *testing.T) {
 		t.Errorf("rows missing: %v\n%s", rows, got)
 	}
 }
+
+// TestConfigErrorBlamesTheRightPlace: a bad value given as a flag is not
+// blamed on the file whose value it replaced, and a file's value refused
+// only when used (a log file in a directory that is not there) names the
+// file's line.
+func TestConfigErrorBlamesTheRightPlace(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "agent.log")
+	getenv, path := configEnv(t, "timeout = \"5m\"\nlog-file = "+tomlString(missing)+"\n", nil)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--timeout", "-1s", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+	if code != 2 || !strings.Contains(errb.String(), "--timeout") || strings.Contains(errb.String(), path) {
+		t.Errorf("--timeout -1s over the file's 5m: exit %d, stderr %q (the flag is at fault, not %s)", code, errb.String(), path)
+	}
+	errb.Reset()
+	code = run(context.Background(), []string{"exec", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+	if want := "(set in " + path + ":2)"; code != 2 || !strings.Contains(errb.String(), "--log-file") || !strings.Contains(errb.String(), want) {
+		t.Errorf("log-file in the file: exit %d, stderr %q, want it to name %q", code, errb.String(), want)
+	}
+}

@@ -32,12 +32,12 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		cfg.resume, err = newestSession(cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		fmt.Fprintln(stderr, "dsh-acp exec:", cfg.where(err))
 		return 2
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		fmt.Fprintln(stderr, "dsh-acp exec:", cfg.where(err))
 		return 2
 	}
 	defer closeLog()
