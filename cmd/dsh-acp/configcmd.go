@@ -6,10 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
 const configUsage = `Usage:
@@ -54,11 +59,36 @@ func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if _, err := parseFlags(cl, configUsage, args); err == nil {
 		cl.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	}
-	printConfig(stdout, l, given, getenv)
+	printConfig(stdout, l, given, getenv, defaultsOf(cfg, getenv))
 	return 0
 }
 
-func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env) {
+// defaultsOf is what the flags left empty mean in effect, so that config
+// shows the endpoint, model and store a run would use rather than "".
+func defaultsOf(cfg *config, getenv env) map[string]string {
+	model := cfg.model
+	if model == "" {
+		model = openai.DefaultModel
+	}
+	thinking := "none (this model is not DeepSeek's)"
+	if agent.IsDeepSeek(model) {
+		thinking = "high"
+	}
+	d := map[string]string{
+		"base-url":       openai.DefaultBaseURL,
+		"model":          model,
+		"executor":       "local",
+		"context-window": strconv.Itoa(cfg.window()),
+		"thinking":       thinking,
+		"images":         fmt.Sprint(agent.ReadsImages(model)),
+	}
+	if dir, err := store.DefaultDirFor(runtime.GOOS, getenv); err == nil {
+		d["state-dir"] = dir
+	}
+	return d
+}
+
+func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env, defaults map[string]string) {
 	switch {
 	case l.file.path == "":
 		fmt.Fprintln(w, "config file: none (no HOME or XDG_CONFIG_HOME to find it by)")
@@ -74,7 +104,11 @@ func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env) {
 		if notSettable[f.Name] {
 			return
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, shown(f), l.source(f.Name, given))
+		v := shown(f)
+		if d, ok := defaults[f.Name]; ok && (f.Value.String() == "" || f.Value.String() == "0") {
+			v = d
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, v, l.source(f.Name, given))
 	})
 	tw.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -301,5 +302,43 @@ func TestConfigErrorBlamesTheRightPlace(t *testing.T) {
 	code = run(context.Background(), []string{"exec", "--script", "x", "hi"}, nil, &out, &errb, getenv)
 	if want := "(set in " + path + ":2)"; code != 2 || !strings.Contains(errb.String(), "--log-file") || !strings.Contains(errb.String(), want) {
 		t.Errorf("log-file in the file: exit %d, stderr %q, want it to name %q", code, errb.String(), want)
+	}
+}
+
+// TestConfigCommandShowsEffectiveDefaults: a setting left to its default
+// shows what a run would use (the endpoint, the model, the store), not "".
+func TestConfigCommandShowsEffectiveDefaults(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	vars := map[string]string{"HOME": home}
+	getenv := func(k string) string { return vars[k] }
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"config"}, nil, &out, &errb, getenv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	rows := map[string]string{
+		"base-url":       "https://api.deepseek.com default",
+		"model":          "deepseek-flash default",
+		"executor":       "local default",
+		"context-window": "1000000 default",
+		"state-dir":      filepath.Join(home, ".local", "state", "dsh-acp") + " default",
+	}
+	if runtime.GOOS == "darwin" {
+		rows["state-dir"] = filepath.Join(home, "Library", "Application Support", "dsh-acp") + " default"
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		if want, ok := rows[f[0]]; ok {
+			if got := strings.Join(f[1:], " "); got != want {
+				t.Errorf("row %q = %q, want %q", f[0], got, want)
+			}
+			delete(rows, f[0])
+		}
+	}
+	if len(rows) > 0 {
+		t.Errorf("rows missing: %v\n%s", rows, out.String())
 	}
 }
