@@ -157,6 +157,20 @@ COMP_WORDS=(dsh-acp exec --contin); COMP_CWORD=2; _dsh_acp; echo "${COMPREPLY[*]
 	if err != nil || string(b) != "exec\n--continue\n" {
 		t.Errorf("bash completion: %v %q", err, b)
 	}
+	// zsh: sourced into a shell with compinit, it registers itself for
+	// dsh-acp (as the README's source <(…) does for bash) without an error.
+	if _, err := exec.LookPath("zsh"); err == nil {
+		_, zscript, _ := execRun(t, stateEnv(t), nil, "completion", "zsh")
+		path := filepath.Join(t.TempDir(), "completion.zsh")
+		if err := os.WriteFile(path, []byte(zscript), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("zsh", "-f", "-c", `autoload -U compinit && compinit -u -D && source "$1" && print -r -- "$_comps[dsh-acp]"`, "zsh", path)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		if b, err := cmd.CombinedOutput(); err != nil || string(b) != "_dsh_acp\n" {
+			t.Errorf("zsh completion sourced: %v %q", err, b)
+		}
+	}
 	if code, _, errb := execRun(t, stateEnv(t), nil, "completion", "tcsh"); code != 2 || !strings.Contains(errb, "tcsh") {
 		t.Errorf("completion tcsh: exit %d %q", code, errb)
 	}
