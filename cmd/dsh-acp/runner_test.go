@@ -320,3 +320,26 @@ func TestExecMCPConfig(t *testing.T) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
 	}
 }
+
+// TestSessionsShowPlan: sessions show prints an update_plan call as the
+// plan, one step a line, as exec printed it, not as raw JSON.
+func TestSessionsShowPlan(t *testing.T) {
+	t.Parallel()
+	getenv := stateEnv(t)
+	dir := t.TempDir()
+	script := writeScript(t,
+		`{"tool_calls":[{"name":"update_plan","arguments":{"plan":[{"step":"Look around","status":"in_progress"},{"step":"Report","status":"pending"}]}}]}`,
+		`{"text":"Planned."}`)
+	if code, out, errb := execRun(t, getenv, nil, "exec", "--script", script, "--cwd", dir, "plan it"); code != 0 {
+		t.Fatalf("exec: %d %s%s", code, out, errb)
+	}
+	code, out, errb := execRun(t, getenv, nil, "sessions", "--json", "--cwd", dir)
+	var list []sessionJSON
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
+		t.Fatalf("sessions --json: exit %d %q %s", code, out, errb)
+	}
+	code, out, errb = execRun(t, getenv, nil, "sessions", "show", list[0].ID)
+	if want := "• Plan\n  [>] Look around\n  [ ] Report\n"; code != 0 || !strings.Contains(out, want) || strings.Contains(out, `"status"`) {
+		t.Errorf("sessions show (exit %d) lacks %q or shows raw JSON:\n%s%s", code, want, out, errb)
+	}
+}
