@@ -100,6 +100,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"string for a switch", "no-persist = \"yes\"\n", []string{":1:", "true or false"}},
 		{"table", "model = \"m\"\n[mcp]\nx = 1\n", []string{":2:", "table"}},
 		{"not a setting", "version = true\n", []string{":1:", "not a setting"}},
+		{"the API key", "model = \"m\"\napi-key = \"sk-in-a-file\"\n", []string{":2:", "API key is not a setting", "dsh-acp login"}},
 		{"invalid value", "# a comment\ncompact-at = 2.0\n", []string{"--compact-at", ":2"}},
 		{"bad mode", "default-mode = \"yolo\"\n", []string{"--default-mode", ":1"}},
 		{"the line of the flag named", "model = \"m\"\nmodel-timeout = \"0s\"\n", []string{"--model-timeout must be positive", "config.toml:2)"}},
@@ -121,6 +122,9 @@ func TestConfigFileErrors(t *testing.T) {
 				}
 				if out.Len() != 0 {
 					t.Errorf("%q: stdout written: %q", args, out.String())
+				}
+				if strings.Contains(errb.String(), "sk-in-a-file") {
+					t.Errorf("%q: the key's value was printed: %q", args, errb.String())
 				}
 			}
 		})
