@@ -312,8 +312,9 @@ func layer(mk flagSetFunc, cfg *config, getenv env) (*layered, error) {
 	return l, nil
 }
 
-// explain adds to a validation error the config file line that set the
-// flag it names, so the person knows where to fix it.
+// explain adds to a validation error the config file line, or the
+// environment variable, that set the flag it names, so the person knows
+// where to fix it.
 func (l *layered) explain(err error) error {
 	if err == nil {
 		return nil
@@ -326,7 +327,18 @@ func (l *layered) explain(err error) error {
 			return fmt.Errorf("%w (set in %s:%d)", err, l.file.path, line)
 		}
 	}
+	for name := range l.fromEnv {
+		if !l.given[name] && namesFlag(err.Error(), name) {
+			return fmt.Errorf("%w (set in the environment: %s)", err, envName(name))
+		}
+	}
 	return err
+}
+
+// envName is the variable that gives a flag its default: DSH_ and the
+// flag's name (every such flag is named so: --base-url, DSH_BASE_URL).
+func envName(flagName string) string {
+	return "DSH_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // namesFlag reports whether msg names --name itself, not a longer flag

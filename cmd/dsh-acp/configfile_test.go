@@ -346,3 +346,27 @@ func TestConfigCommandShowsEffectiveDefaults(t *testing.T) {
 		t.Errorf("rows missing: %v\n%s", rows, out.String())
 	}
 }
+
+// TestEnvErrorNamesTheVariable: a bad value from the environment names
+// the variable, since the person never typed the flag; every variable
+// that sets a flag is DSH_ and its name.
+func TestEnvErrorNamesTheVariable(t *testing.T) {
+	t.Parallel()
+	getenv, _ := configEnv(t, "", map[string]string{"DSH_EXECUTOR": "k8s"})
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+	if code != 2 || !strings.Contains(errb.String(), "--executor must be local or docker") || !strings.Contains(errb.String(), "(set in the environment: DSH_EXECUTOR)") {
+		t.Errorf("DSH_EXECUTOR=k8s: exit %d, stderr %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"exec", "--executor", "k9s", "--script", "x", "hi"}, nil, &out, &errb, getenv); code != 2 || strings.Contains(errb.String(), "DSH_EXECUTOR") {
+		t.Errorf("--executor k9s over DSH_EXECUTOR: exit %d, stderr %q (the flag is at fault)", code, errb.String())
+	}
+	fs := execFlags(&config{}, noEnvAt)
+	for _, name := range []string{"base-url", "model", "thinking", "state-dir", "executor", "docker-image", "docker-helper"} {
+		f := fs.Lookup(name)
+		if f == nil || !strings.Contains(f.Usage, "env "+envName(name)) {
+			t.Errorf("--%s: its usage does not name %s", name, envName(name))
+		}
+	}
+}
