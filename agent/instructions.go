@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,7 +135,7 @@ func (in *Instructions) read(path string) (string, statKey, bool) {
 	if c, ok := in.cache[path]; ok && c.key == key {
 		return c.text, key, true
 	}
-	b, err := readAtMost(path, MaxInstructions+1)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		delete(in.cache, path)
 		return "", statKey{}, false
@@ -144,19 +143,6 @@ func (in *Instructions) read(path string) (string, statKey, bool) {
 	text := strings.ToValidUTF8(string(b), "\uFFFD")
 	in.cache[path] = cachedFile{key: key, text: text}
 	return text, key, true
-}
-
-// readAtMost reads the beginning of a file, up to n bytes: past
-// MaxInstructions a file is cut or left out anyway, so a huge one (a log
-// saved as CLAUDE.md) costs no more than a long one, in each session's
-// cache too.
-func readAtMost(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
 }
 
 // toShow decides whether the editor is told about the files read: the first

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -262,35 +261,5 @@ func BenchmarkInstructionsLoad(b *testing.B) {
 	for b.Loop() {
 		set, _ := in.Load(cwd, user)
 		_ = agent.SystemPrompt(agent.PromptEnv{Now: now, OS: "linux", Cwd: cwd, Project: set})
-	}
-}
-
-// TestInstructionsHugeFileReadBounded: a huge instructions file (sparse
-// here: 256 MiB of nothing) is read only as far as the bound, not into
-// memory whole, and still gives its beginning with the note. Not parallel:
-// it measures what this goroutine's Load allocates.
-func TestInstructionsHugeFileReadBounded(t *testing.T) {
-	cwd := t.TempDir()
-	path := filepath.Join(cwd, agent.AgentsFile)
-	write(t, path, "Run make check.\n")
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(256 << 20); err != nil {
-		f.Close()
-		t.Skipf("cannot make a sparse file here: %v", err)
-	}
-	f.Close()
-	var in agent.Instructions
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	set, _ := in.Load(cwd, "")
-	runtime.ReadMemStats(&after)
-	if len(set.Files) != 1 || !set.Files[0].Truncated || !strings.HasPrefix(set.Files[0].Text, "Run make check.") {
-		t.Fatalf("huge file: %d files", len(set.Files))
-	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
-		t.Errorf("Load of a 256 MiB file allocated %d MiB; it needs the first 32 KiB", got>>20)
 	}
 }
