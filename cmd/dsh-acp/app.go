@@ -82,7 +82,7 @@ func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error)
 	if cfg.logFile != "" {
 		f, err := os.OpenFile(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			return nil, nil, fmt.Errorf("open log file: %w", err)
+			return nil, nil, fmt.Errorf("--log-file: %w", err)
 		}
 		sink = zapcore.AddSync(f)
 		// Flushed, not closed: SDK goroutines may still log a last line

@@ -100,7 +100,9 @@ func zshCompletion(w words) string {
 		usage, _ := flag.UnquoteUsage(f)
 		fmt.Fprintf(&b, "    '--%s[%s]' \\\n", f.Name, zshQuote(firstLine(usage)))
 	}
-	b.WriteString("    '*:file:_files'\n}\n_dsh_acp \"$@\"\n")
+	// Autoloaded from $fpath (the file _dsh-acp) it completes at once;
+	// sourced (source <(dsh-acp completion zsh)) it registers itself.
+	b.WriteString("    '*:file:_files'\n}\nif [ \"$funcstack[1]\" = \"_dsh-acp\" ]; then\n  _dsh_acp \"$@\"\nelse\n  compdef _dsh_acp dsh-acp\nfi\n")
 	return b.String()
 }
 

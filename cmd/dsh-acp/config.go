@@ -26,6 +26,9 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // config is everything the flags and environment decide.
 type config struct {
+	// explain adds to an error naming a flag the config file line that
+	// set it (nil: no file was read).
+	explain      func(error) error
 	baseURL      string
 	model        string
 	apiKey       string
@@ -263,6 +266,25 @@ type layered struct {
 	fileLines map[string]int
 	// fromEnv: the flags whose default the environment gave.
 	fromEnv map[string]bool
+	// given: the flags the command line gave; one of them replaced the
+	// file's single value, so the file is not blamed for it.
+	given map[string]bool
+}
+
+// parse reads the command line into the layered flags and notes which
+// flags it gave (seen on a flag set of their own: the layered one counts
+// the file's settings as set too).
+func (l *layered) parse(mk flagSetFunc, header string, args []string) ([]string, error) {
+	rest, err := parseFlags(l.fs, header, args)
+	if err != nil {
+		return nil, err
+	}
+	l.given = map[string]bool{}
+	cl := mk(&config{}, noEnvAt)
+	if _, err := parseFlags(cl, header, args); err == nil {
+		cl.Visit(func(f *flag.Flag) { l.given[f.Name] = true })
+	}
+	return rest, nil
 }
 
 // layer builds mk's flag set over cfg and applies config.toml to it.
@@ -290,18 +312,33 @@ func layer(mk flagSetFunc, cfg *config, getenv env) (*layered, error) {
 	return l, nil
 }
 
-// explain adds to a validation error the config file line that set the
-// flag it names, so the person knows where to fix it.
+// explain adds to a validation error the config file line, or the
+// environment variable, that set the flag it names, so the person knows
+// where to fix it.
 func (l *layered) explain(err error) error {
 	if err == nil {
 		return nil
 	}
 	for name, line := range l.fileLines {
+		if f := l.fs.Lookup(name); l.given[name] && f != nil && !repeatable(f) {
+			continue
+		}
 		if namesFlag(err.Error(), name) {
 			return fmt.Errorf("%w (set in %s:%d)", err, l.file.path, line)
 		}
 	}
+	for name := range l.fromEnv {
+		if !l.given[name] && namesFlag(err.Error(), name) {
+			return fmt.Errorf("%w (set in the environment: %s)", err, envName(name))
+		}
+	}
 	return err
+}
+
+// envName is the variable that gives a flag its default: DSH_ and the
+// flag's name (every such flag is named so: --base-url, DSH_BASE_URL).
+func envName(flagName string) string {
+	return "DSH_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // namesFlag reports whether msg names --name itself, not a longer flag
@@ -325,7 +362,7 @@ func parseServe(args []string, getenv env) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	rest, err := parseFlags(l.fs, topUsage(), args)
+	rest, err := l.parse(serveFlags, topUsage(), args)
 	if err != nil {
 		return nil, err
 	}
@@ -334,6 +371,7 @@ func parseServe(args []string, getenv env) (*config, error) {
 	}
 	cfg.apiKey = apiKey(getenv)
 	cfg.spillDir = getenv("TMPDIR")
+	cfg.explain = l.explain
 	return cfg, l.explain(cfg.validate())
 }
 
@@ -344,10 +382,11 @@ func parseExec(args []string, getenv env) (*config, error) {
 		return nil, err
 	}
 	cfg.headless = true
-	rest, err := parseFlags(l.fs, execUsage, args)
+	rest, err := l.parse(execFlags, execUsage, args)
 	if err != nil {
 		return nil, err
 	}
+	cfg.explain = l.explain
 	cfg.prompt = strings.Join(rest, " ")
 	cfg.cwdSet = cfg.cwd != ""
 	// A relative --cwd means what it means in a shell: relative to here.
@@ -365,6 +404,15 @@ func parseExec(args []string, getenv env) (*config, error) {
 		return nil, errors.New("--resume and --continue cannot both be given: --continue picks the newest session of the directory")
 	}
 	return cfg, l.explain(cfg.validate())
+}
+
+// where is err with the config file line that set the flag it names, for
+// a value refused only when it is used (a log file that cannot be opened).
+func (c *config) where(err error) error {
+	if c.explain == nil {
+		return err
+	}
+	return c.explain(err)
 }
 
 // window is the model's context window in tokens: --context-window, else

@@ -6,10 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
 const configUsage = `Usage:
@@ -54,11 +59,36 @@ func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if _, err := parseFlags(cl, configUsage, args); err == nil {
 		cl.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	}
-	printConfig(stdout, l, given, getenv)
+	printConfig(stdout, l, given, getenv, defaultsOf(cfg, getenv))
 	return 0
 }
 
-func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env) {
+// defaultsOf is what the flags left empty mean in effect, so that config
+// shows the endpoint, model and store a run would use rather than "".
+func defaultsOf(cfg *config, getenv env) map[string]string {
+	model := cfg.model
+	if model == "" {
+		model = openai.DefaultModel
+	}
+	thinking := "none (this model is not DeepSeek's)"
+	if agent.IsDeepSeek(model) {
+		thinking = "high"
+	}
+	d := map[string]string{
+		"base-url":       openai.DefaultBaseURL,
+		"model":          model,
+		"executor":       "local",
+		"context-window": strconv.Itoa(cfg.window()),
+		"thinking":       thinking,
+		"images":         fmt.Sprint(agent.ReadsImages(model)),
+	}
+	if dir, err := store.DefaultDirFor(runtime.GOOS, getenv); err == nil {
+		d["state-dir"] = dir
+	}
+	return d
+}
+
+func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env, defaults map[string]string) {
 	switch {
 	case l.file.path == "":
 		fmt.Fprintln(w, "config file: none (no HOME or XDG_CONFIG_HOME to find it by)")
@@ -67,23 +97,40 @@ func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env) {
 	default:
 		fmt.Fprintf(w, "config file: %s (not there; every setting below is a flag, the environment or a default)\n", l.file.path)
 	}
-	keyFrom := "not set"
-	for _, name := range executor.DefaultLimits().CredentialEnv {
-		if getenv(name) != "" {
-			keyFrom = "set, from the environment (" + name + ")"
-			break
-		}
-	}
-	fmt.Fprintf(w, "api key: %s\n\n", keyFrom)
+	fmt.Fprintf(w, "api key: %s\n\n", keySource(getenv))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
 	l.fs.VisitAll(func(f *flag.Flag) {
 		if notSettable[f.Name] {
 			return
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, shown(f), l.source(f.Name, given))
+		v := shown(f)
+		if d, ok := defaults[f.Name]; ok && (f.Value.String() == "" || f.Value.String() == "0") {
+			v = d
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, v, l.source(f.Name, given))
 	})
 	tw.Flush()
+}
+
+// keySource says where the API key would come from, never its value: the
+// environment first, as the agent reads it, then the file dsh-acp login
+// stored.
+func keySource(getenv env) string {
+	for _, name := range executor.DefaultLimits().CredentialEnv {
+		if getenv(name) != "" {
+			return "set, from the environment (" + name + ")"
+		}
+	}
+	k, err := storedKey(getenv)
+	switch {
+	case err != nil:
+		return "not usable: " + err.Error()
+	case k == "":
+		return "not set"
+	}
+	path, _ := keyFile(getenv)
+	return "set, stored by dsh-acp login (" + path + ")"
 }
 
 // shown is a value as a person reads it.
@@ -99,11 +146,15 @@ func shown(f *flag.Flag) string {
 }
 
 // source says where a flag's value came from. A repeatable flag set in
-// both the file and on the command line has both.
+// both the file and on the command line has both; a single value given as
+// a flag replaced the file's.
 func (l *layered) source(name string, given map[string]bool) string {
 	var from []string
 	if given[name] {
 		from = append(from, "flag")
+	}
+	if f := l.fs.Lookup(name); given[name] && f != nil && !repeatable(f) {
+		return "flag"
 	}
 	if line, ok := l.fileLines[name]; ok {
 		from = append(from, fmt.Sprintf("config file, line %d", line))

@@ -24,6 +24,10 @@ const configFileName = "config.toml"
 // notSettable are flags that are actions or one run's choice, not settings.
 var notSettable = map[string]bool{"version": true, "resume": true, "continue": true, "cwd": true}
 
+// keyNames are what a user may write for the API key, which is not a
+// setting (dsh-acp login keeps it in a file of its own).
+var keyNames = map[string]bool{"api-key": true, "api_key": true, "apikey": true}
+
 // setting is one top-level key of config.toml, as flag.Value.Set arguments.
 type setting struct {
 	key    string
@@ -184,6 +188,8 @@ func (cf *configFile) apply(fs *flag.FlagSet, known func(string) bool, fromEnv m
 		switch {
 		case notSettable[s.key]:
 			return nil, fmt.Errorf("%s: %q is not a setting (it is one run's choice): remove it", where, s.key)
+		case keyNames[strings.ToLower(s.key)]:
+			return nil, fmt.Errorf("%s: %q: the API key is not a setting, so that it never sits in a file you may share: remove it, and run dsh-acp login (or set DSH_API_KEY)", where, s.key)
 		case f == nil && known(s.key):
 			continue
 		case f == nil:

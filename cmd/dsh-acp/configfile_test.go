@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -99,6 +100,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"string for a switch", "no-persist = \"yes\"\n", []string{":1:", "true or false"}},
 		{"table", "model = \"m\"\n[mcp]\nx = 1\n", []string{":2:", "table"}},
 		{"not a setting", "version = true\n", []string{":1:", "not a setting"}},
+		{"the API key", "model = \"m\"\napi-key = \"sk-in-a-file\"\n", []string{":2:", "API key is not a setting", "dsh-acp login"}},
 		{"invalid value", "# a comment\ncompact-at = 2.0\n", []string{"--compact-at", ":2"}},
 		{"bad mode", "default-mode = \"yolo\"\n", []string{"--default-mode", ":1"}},
 		{"the line of the flag named", "model = \"m\"\nmodel-timeout = \"0s\"\n", []string{"--model-timeout must be positive", "config.toml:2)"}},
@@ -120,6 +122,9 @@ func TestConfigFileErrors(t *testing.T) {
 				}
 				if out.Len() != 0 {
 					t.Errorf("%q: stdout written: %q", args, out.String())
+				}
+				if strings.Contains(errb.String(), "sk-in-a-file") {
+					t.Errorf("%q: the key's value was printed: %q", args, errb.String())
 				}
 			}
 		})
@@ -240,6 +245,128 @@ sandbox-network = false
 	for b.Loop() {
 		if _, err := parseServe([]string{"--model", "x"}, getenv); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestConfigCommandFlagOverFile: a single-value flag given on the command
+// line replaces the file's value, so its source is the flag alone; and a
+// key stored by dsh-acp login is reported as found there.
+func TestConfigCommandFlagOverFile(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-stored-not-printed"
+	getenv, path := configEnv(t, "timeout = \"5m\"\nmodel = \"from-file\"\n", nil)
+	keyPath := filepath.Join(filepath.Dir(path), keyFileName)
+	if err := os.WriteFile(keyPath, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"config", "--timeout", "7m"}, nil, &out, &errb, getenv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	got := out.String()
+	if strings.Contains(got, secret) {
+		t.Fatalf("config printed the API key:\n%s", got)
+	}
+	if want := "api key: set, stored by dsh-acp login (" + keyPath + ")"; !strings.Contains(got, want) {
+		t.Errorf("config output lacks %q:\n%s", want, got)
+	}
+	rows := map[string]string{"timeout": "7m0s flag", "model": "from-file config file, line 2"}
+	for _, line := range strings.Split(got, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		if want, ok := rows[f[0]]; ok {
+			if g := strings.Join(f[1:], " "); g != want {
+				t.Errorf("row %q = %q, want %q", f[0], g, want)
+			}
+			delete(rows, f[0])
+		}
+	}
+	if len(rows) > 0 {
+		t.Errorf("rows missing: %v\n%s", rows, got)
+	}
+}
+
+// TestConfigErrorBlamesTheRightPlace: a bad value given as a flag is not
+// blamed on the file whose value it replaced, and a file's value refused
+// only when used (a log file in a directory that is not there) names the
+// file's line.
+func TestConfigErrorBlamesTheRightPlace(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "agent.log")
+	getenv, path := configEnv(t, "timeout = \"5m\"\nlog-file = "+tomlString(missing)+"\n", nil)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--timeout", "-1s", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+	if code != 2 || !strings.Contains(errb.String(), "--timeout") || strings.Contains(errb.String(), path) {
+		t.Errorf("--timeout -1s over the file's 5m: exit %d, stderr %q (the flag is at fault, not %s)", code, errb.String(), path)
+	}
+	errb.Reset()
+	code = run(context.Background(), []string{"exec", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+	if want := "(set in " + path + ":2)"; code != 2 || !strings.Contains(errb.String(), "--log-file") || !strings.Contains(errb.String(), want) {
+		t.Errorf("log-file in the file: exit %d, stderr %q, want it to name %q", code, errb.String(), want)
+	}
+}
+
+// TestConfigCommandShowsEffectiveDefaults: a setting left to its default
+// shows what a run would use (the endpoint, the model, the store), not "".
+func TestConfigCommandShowsEffectiveDefaults(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	vars := map[string]string{"HOME": home}
+	getenv := func(k string) string { return vars[k] }
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"config"}, nil, &out, &errb, getenv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	rows := map[string]string{
+		"base-url":       "https://api.deepseek.com default",
+		"model":          "deepseek-flash default",
+		"executor":       "local default",
+		"context-window": "1000000 default",
+		"state-dir":      filepath.Join(home, ".local", "state", "dsh-acp") + " default",
+	}
+	if runtime.GOOS == "darwin" {
+		rows["state-dir"] = filepath.Join(home, "Library", "Application Support", "dsh-acp") + " default"
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		if want, ok := rows[f[0]]; ok {
+			if got := strings.Join(f[1:], " "); got != want {
+				t.Errorf("row %q = %q, want %q", f[0], got, want)
+			}
+			delete(rows, f[0])
+		}
+	}
+	if len(rows) > 0 {
+		t.Errorf("rows missing: %v\n%s", rows, out.String())
+	}
+}
+
+// TestEnvErrorNamesTheVariable: a bad value from the environment names
+// the variable, since the person never typed the flag; every variable
+// that sets a flag is DSH_ and its name.
+func TestEnvErrorNamesTheVariable(t *testing.T) {
+	t.Parallel()
+	getenv, _ := configEnv(t, "", map[string]string{"DSH_EXECUTOR": "k8s"})
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+	if code != 2 || !strings.Contains(errb.String(), "--executor must be local or docker") || !strings.Contains(errb.String(), "(set in the environment: DSH_EXECUTOR)") {
+		t.Errorf("DSH_EXECUTOR=k8s: exit %d, stderr %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"exec", "--executor", "k9s", "--script", "x", "hi"}, nil, &out, &errb, getenv); code != 2 || strings.Contains(errb.String(), "DSH_EXECUTOR") {
+		t.Errorf("--executor k9s over DSH_EXECUTOR: exit %d, stderr %q (the flag is at fault)", code, errb.String())
+	}
+	fs := execFlags(&config{}, noEnvAt)
+	for _, name := range []string{"base-url", "model", "thinking", "state-dir", "executor", "docker-image", "docker-helper"} {
+		f := fs.Lookup(name)
+		if f == nil || !strings.Contains(f.Usage, "env "+envName(name)) {
+			t.Errorf("--%s: its usage does not name %s", name, envName(name))
 		}
 	}
 }

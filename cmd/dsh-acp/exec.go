@@ -32,12 +32,12 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		cfg.resume, err = newestSession(cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		fmt.Fprintln(stderr, "dsh-acp exec:", cfg.where(err))
 		return 2
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		fmt.Fprintln(stderr, "dsh-acp exec:", cfg.where(err))
 		return 2
 	}
 	defer closeLog()
@@ -77,6 +77,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	p.quiet.end()
 	p.finish()
 	if err != nil {
+		if first := unresolvedEndpoint(ctx, cfg); first != "" {
+			fmt.Fprintln(stderr, "dsh-acp exec:", first)
+		}
 		fmt.Fprintln(stderr, "dsh-acp exec:", err)
 		return 1
 	}
@@ -108,13 +111,15 @@ func spentLine(resp acpsdk.PromptResponse) string {
 }
 
 // newPrinter is the client of one exec run: colour only on a terminal and
-// without NO_COLOR; questions asked on the terminal when stdin is one and
+// without NO_COLOR; questions asked on the terminal (see answerFrom) when
 // --yes was not given, else refused with a word on how to allow.
 func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv env) *printer {
 	noColor := getenv("NO_COLOR") != ""
 	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: !noColor && isTerminal(stdout), hint: stderr}
-	if f, ok := stdin.(*os.File); ok && !cfg.yes && isTerminal(stdin) {
-		p.asker = &terminalAsker{in: f, out: stderr, color: !noColor && isTerminal(stderr)}
+	if !cfg.yes {
+		if in := answerFrom(stdin, stderr); in != nil {
+			p.asker = &terminalAsker{in: in, out: stderr, color: !noColor && isTerminal(stderr)}
+		}
 	}
 	if isTerminal(stderr) {
 		dim := !noColor
@@ -312,6 +317,29 @@ func findStored(ctx context.Context, conn *acpsdk.ClientSideConnection, id strin
 	}
 }
 
+// answerFrom is where a person's answers are read: stdin when it is a
+// terminal; else, when the prompt came down a pipe but a person watches
+// stderr on a terminal (cat task.md | dsh-acp exec), the process's own
+// terminal, as ssh and git ask for a password. Nil when there is no one to
+// ask. The terminal stays open for the rest of the run (see startReader).
+func answerFrom(stdin io.Reader, stderr io.Writer) *os.File {
+	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+		return f
+	}
+	if _, ok := stdin.(*os.File); !ok || !isTerminal(stderr) {
+		return nil
+	}
+	tty, err := os.Open("/dev/tty")
+	if err != nil {
+		return nil
+	}
+	if !isTerminal(tty) {
+		tty.Close()
+		return nil
+	}
+	return tty
+}
+
 // isTerminal reports a stream that is a terminal (not merely a character
 // device: /dev/null is one too).
 func isTerminal(s any) bool {
@@ -420,7 +448,9 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := n.Update
-	if u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil || u.ToolCall != nil {
+	// A tool call that arrives finished is the agent's own (the instruction
+	// files it read before the first request), not the model answering.
+	if u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil || (u.ToolCall != nil && u.ToolCall.Status != acpsdk.ToolCallStatusCompleted) {
 		p.modelSpoke = true
 	}
 	switch {

@@ -405,3 +405,52 @@ func TestExecInstructionsAndPlan(t *testing.T) {
 		t.Errorf("the plan tool call was shown:\n%s", got)
 	}
 }
+
+// TestExecFailedRunWithInstructionsLeavesNoSession: the "Read project
+// instructions" call the agent shows before the first request is not the
+// model answering, so a run whose model request fails still leaves no
+// stored session behind.
+func TestExecFailedRunWithInstructionsLeavesNoSession(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("run make check\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := writeScript(t, `{"error":"endpoint down"}`)
+	state := stateEnv(t)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--script", script, "--cwd", dir, "go"}, nil, &out, &errb, state)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "Read project instructions") {
+		t.Fatalf("the instruction files were not shown, so this test proves nothing:\n%s", out.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(state("DSH_STATE_DIR"), "sessions", "*")); len(left) != 0 {
+		t.Errorf("a session that failed before the model answered was stored: %v", left)
+	}
+}
+
+// TestExecUnresolvedHostSaidFirst: with no key and a base URL whose host
+// does not resolve (.invalid never does, RFC 6761), the first thing exec
+// says is the host, not only the missing key; and the run leaves no
+// stored session.
+func TestExecUnresolvedHostSaidFirst(t *testing.T) {
+	t.Parallel()
+	state := stateEnv(t)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--base-url", "https://no-such-host.invalid", "--cwd", t.TempDir(), "hi"}, nil, &out, &errb, state)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if !strings.Contains(lines[0], `host "no-such-host.invalid" does not resolve`) {
+		t.Errorf("first line does not say the host does not resolve:\n%s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "no API key") {
+		t.Errorf("the missing key is not said too:\n%s", errb.String())
+	}
+	if strings.Contains(errb.String(), `"jsonrpc"`) || strings.Contains(errb.String(), `"code"`) {
+		t.Errorf("a JSON-RPC object reached the person:\n%s", errb.String())
+	}
+}

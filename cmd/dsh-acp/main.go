@@ -190,7 +190,7 @@ func settle(cfg *config, err error, prefix string, stdout, stderr io.Writer) (co
 func serve(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr io.Writer) error {
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
-		return err
+		return cfg.where(err)
 	}
 	defer closeLog()
 	defer log.Sync() //nolint:errcheck // nothing to do if the log sink fails at exit

@@ -21,9 +21,13 @@ type mcpFileServer struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
 	// Type is accepted for files written for other tools ("stdio",
-	// "http"); the fields decide.
+	// "http"); the fields decide. "sse" is refused: an HTTP+SSE server
+	// would otherwise be posted to as a streamable one and fail obscurely.
 	Type string `json:"type"`
 }
+
+// mcpFileTypes are the "type" values the fields can stand for.
+var mcpFileTypes = []string{"", "stdio", "http", "streamable-http", "streamableHttp"}
 
 // loadMCPConfig reads {"mcpServers": {name: server}} into the servers an
 // exec run's session starts, in name order. An exec run has no editor to
@@ -65,6 +69,10 @@ func loadMCPConfig(path string) ([]acpsdk.McpServer, error) {
 
 func (f mcpFileServer) server(name string) (acpsdk.McpServer, error) {
 	switch {
+	case f.Type == "sse":
+		return acpsdk.McpServer{}, errors.New(`type "sse": the deprecated HTTP+SSE transport is not supported; give the server's streamable HTTP url (type "http")`)
+	case !slices.Contains(mcpFileTypes, f.Type):
+		return acpsdk.McpServer{}, fmt.Errorf("type %q: want stdio (command, args, env) or http (url, headers)", f.Type)
 	case f.Command != "" && f.URL != "":
 		return acpsdk.McpServer{}, errors.New("has both command and url: give one")
 	case f.Command != "":

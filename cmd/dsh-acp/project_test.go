@@ -115,6 +115,11 @@ func TestProjectRule(t *testing.T) {
 	if code := run(ctx, []string{"rules"}, nil, &out, &errb, getenv); code != 0 || !strings.Contains(out.String(), "1  echo     "+repo) {
 		t.Fatalf("rules: exit %d\n%s%s", code, out.String(), errb.String())
 	}
+	listed := out.String()
+	out.Reset()
+	if code := run(ctx, []string{"rules", "list"}, nil, &out, &errb, getenv); code != 0 || out.String() != listed {
+		t.Errorf("rules list: exit %d %q, want what rules printed %q (%s)", code, out.String(), listed, errb.String())
+	}
 	out.Reset()
 	if code := run(ctx, []string{"rules", "rm", "2"}, nil, &out, &errb, getenv); code != 1 || !strings.Contains(errb.String(), "no rule 2") {
 		t.Errorf("rules rm 2: exit %d %s", code, errb.String())

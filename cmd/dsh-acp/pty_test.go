@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,5 +231,44 @@ func TestNoLineWithoutTerminal(t *testing.T) {
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil || strings.Contains(errb.String(), bareTerminalLine) {
 		t.Errorf("err %v, stderr %q", err, errb.String())
+	}
+}
+
+// TestExecPipedPromptAsksOnTerminal: a prompt piped in (cat task.md |
+// dsh-acp exec) while a person watches the terminal is still asked about:
+// the question goes to stderr and the answer is read from the process's
+// terminal, as ssh and git ask for a password.
+func TestExecPipedPromptAsksOnTerminal(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	script := writeScript(t, bashCall("", "echo piped-and-asked"), `{"text":"Done."}`)
+	term := newTerminal(t)
+	var out bytes.Buffer
+	cmd := exec.Command(binPath, "exec", "--script", script, "--cwd", t.TempDir())
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm", "NO_COLOR=1", "DSH_STATE_DIR=" + t.TempDir()}
+	cmd.Stdin = strings.NewReader("say hi from a pipe\n")
+	cmd.Stdout, cmd.Stderr = &out, term.tty
+	// The terminal is the child's controlling terminal (fd 2 in the child),
+	// as it is for a command typed at a shell.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 2}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	if shown := term.waitFor(ctx, "[n] no "); !strings.Contains(shown, "Run echo piped-and-asked?") {
+		t.Errorf("the question lacks the command:\n%q", shown)
+	}
+	term.typeLine("y")
+	if code := waitExit(ctx, t, done); code != 0 {
+		t.Fatalf("exit %d\nterminal: %q\nstdout: %q", code, term.shown(), out.String())
+	}
+	if !strings.Contains(out.String(), "piped-and-asked\n") || !strings.Contains(out.String(), "Done.") {
+		t.Errorf("the command did not run after [y]; stdout:\n%s", out.String())
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const rulesUsage = `Usage:
-  dsh-acp rules            list the commands always allowed, per project
+  dsh-acp rules [list]     list the commands always allowed, per project
   dsh-acp rules rm N       remove rule N of the list
 
 A rule is added when you answer "Always allow ... in this project" (in an
@@ -62,10 +62,10 @@ func runRules(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 // rulesArgs returns N of "rm N", 0 for the list.
 func rulesArgs(rest []string) (int, error) {
 	switch {
-	case len(rest) == 0:
+	case len(rest) == 0, len(rest) == 1 && rest[0] == "list":
 		return 0, nil
 	case rest[0] != "rm":
-		return 0, fmt.Errorf("unexpected argument %q (rules, rules rm N)", rest[0])
+		return 0, fmt.Errorf("unexpected argument %q (rules, rules list, rules rm N)", rest[0])
 	case len(rest) != 2:
 		return 0, errors.New("rules rm takes one rule number (see dsh-acp rules)")
 	}

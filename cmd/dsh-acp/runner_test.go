@@ -157,6 +157,20 @@ COMP_WORDS=(dsh-acp exec --contin); COMP_CWORD=2; _dsh_acp; echo "${COMPREPLY[*]
 	if err != nil || string(b) != "exec\n--continue\n" {
 		t.Errorf("bash completion: %v %q", err, b)
 	}
+	// zsh: sourced into a shell with compinit, it registers itself for
+	// dsh-acp (as the README's source <(…) does for bash) without an error.
+	if _, err := exec.LookPath("zsh"); err == nil {
+		_, zscript, _ := execRun(t, stateEnv(t), nil, "completion", "zsh")
+		path := filepath.Join(t.TempDir(), "completion.zsh")
+		if err := os.WriteFile(path, []byte(zscript), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("zsh", "-f", "-c", `autoload -U compinit && compinit -u -D && source "$1" && print -r -- "$_comps[dsh-acp]"`, "zsh", path)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		if b, err := cmd.CombinedOutput(); err != nil || string(b) != "_dsh_acp\n" {
+			t.Errorf("zsh completion sourced: %v %q", err, b)
+		}
+	}
 	if code, _, errb := execRun(t, stateEnv(t), nil, "completion", "tcsh"); code != 2 || !strings.Contains(errb, "tcsh") {
 		t.Errorf("completion tcsh: exit %d %q", code, errb)
 	}
@@ -275,6 +289,8 @@ func TestMCPConfigFile(t *testing.T) {
 		`{"mcpServers": {"x": {"command": "a", "url": "b"}}}`: "both command and url",
 		`{"mcpServers": `:                                     "want {",
 		`{}`:                                                  "no \"mcpServers\"",
+		`{"mcpServers": {"x": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}`: "HTTP+SSE transport is not supported",
+		`{"mcpServers": {"x": {"type": "websocket", "url": "ws://a"}}}`:           `type "websocket"`,
 	} {
 		if _, err := loadMCPConfig(write(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want %q", body, err, want)
@@ -302,5 +318,28 @@ func TestExecMCPConfig(t *testing.T) {
 		"--state-dir", t.TempDir(), "--allow", "mcp:big/big", "--mcp-config", cfgFile, "call it")
 	if code != 0 || !strings.Contains(out, "\n10000\n") || !strings.Contains(out, "called") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+}
+
+// TestSessionsShowPlan: sessions show prints an update_plan call as the
+// plan, one step a line, as exec printed it, not as raw JSON.
+func TestSessionsShowPlan(t *testing.T) {
+	t.Parallel()
+	getenv := stateEnv(t)
+	dir := t.TempDir()
+	script := writeScript(t,
+		`{"tool_calls":[{"name":"update_plan","arguments":{"plan":[{"step":"Look around","status":"in_progress"},{"step":"Report","status":"pending"}]}}]}`,
+		`{"text":"Planned."}`)
+	if code, out, errb := execRun(t, getenv, nil, "exec", "--script", script, "--cwd", dir, "plan it"); code != 0 {
+		t.Fatalf("exec: %d %s%s", code, out, errb)
+	}
+	code, out, errb := execRun(t, getenv, nil, "sessions", "--json", "--cwd", dir)
+	var list []sessionJSON
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
+		t.Fatalf("sessions --json: exit %d %q %s", code, out, errb)
+	}
+	code, out, errb = execRun(t, getenv, nil, "sessions", "show", list[0].ID)
+	if want := "• Plan\n  [>] Look around\n  [ ] Report\n"; code != 0 || !strings.Contains(out, want) || strings.Contains(out, `"status"`) {
+		t.Errorf("sessions show (exit %d) lacks %q or shows raw JSON:\n%s%s", code, want, out, errb)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 const sessionsUsage = `Usage:
@@ -186,7 +187,29 @@ func callLine(c store.ToolCall) string {
 	if c.Name == "bash" && json.Unmarshal([]byte(c.Arguments), &args) == nil && args.Command != "" {
 		return "$ " + args.Command
 	}
+	if c.Name == tools.UpdatePlanName {
+		if plan, ok := planLines(c.Arguments); ok {
+			return plan
+		}
+	}
 	return "[" + c.Name + "] " + c.Arguments
+}
+
+// planLines is an update_plan call as exec prints the plan: one step a
+// line with its mark; ok false for arguments that were no plan.
+func planLines(arguments string) (string, bool) {
+	var args struct {
+		Plan []tools.PlanEntry `json:"plan"`
+	}
+	if json.Unmarshal([]byte(arguments), &args) != nil || len(args.Plan) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("• Plan")
+	for _, e := range args.Plan {
+		b.WriteString("\n  " + tools.PlanMark(e.Status) + " " + e.Step)
+	}
+	return b.String(), true
 }
 
 func showEntry(w io.Writer, p store.Payload) {
