@@ -464,7 +464,7 @@ func (p *proc) signal(sig unix.Signal) {
 			p.l.logger.Warn("signal session", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 		}
 		if p.marker != "" {
-			if _, err := proctab.SignalMarked(p.marker, sig); err != nil {
+			if _, err := proctab.SignalMarked(p.marker, p.pgid, sig); err != nil {
 				p.l.logger.Warn("signal marked processes", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 			}
 		}

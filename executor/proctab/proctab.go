@@ -108,14 +108,16 @@ func GroupAlive(pgid int) bool {
 }
 
 // SignalMarked sends sig (and SIGCONT after SIGTERM) to every live process
-// whose environment holds marker, and returns how many it signalled (none
+// whose environment holds marker but that is not in session sid (the
+// caller signals the session's groups itself: a process must not get sig
+// twice, a trap would run twice), and returns how many it signalled (none
 // on macOS: see FindMarked).
-func SignalMarked(marker string, sig unix.Signal) (int, error) {
+func SignalMarked(marker string, sid int, sig unix.Signal) (int, error) {
 	ps, err := List()
 	if err != nil {
 		return 0, err
 	}
-	marked := FindMarked(ps, []string{marker}, nil)
+	marked := FindMarked(ps, []string{marker}, groups(ps, map[int]bool{sid: true}))
 	for _, m := range marked {
 		m.Signal(sig)
 		if sig == unix.SIGTERM {
