@@ -41,6 +41,10 @@ type box struct {
 	logger *zap.Logger
 
 	ready chan struct{} // closed when creation ended; err says how
+	// life is cancelled by end: a creation still waiting for the engine
+	// gives up, so that closing the session or the agent does not wait.
+	life   context.Context
+	cancel context.CancelFunc
 	err   error
 	id    string
 	conn  client.HijackedResponse
@@ -56,7 +60,9 @@ type box struct {
 }
 
 func newBox(d *Confiner, owner, root, spill string) *box {
+	life, cancel := context.WithCancel(context.Background())
 	return &box{
+		life: life, cancel: cancel,
 		d: d, owner: owner, root: root, spill: spill,
 		logger:  d.logger.With(zap.String("session", owner)),
 		ready:   make(chan struct{}),
@@ -70,11 +76,12 @@ func newBox(d *Confiner, owner, root, spill string) *box {
 // It runs on its own goroutine, counted in d.wg.
 func (b *box) create() {
 	defer b.d.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+	ctx, cancel := context.WithTimeout(b.life, createTimeout)
 	b.err = b.make(ctx)
 	cancel()
 	close(b.ready)
 	if b.err != nil {
+		b.cancel()
 		close(b.done)
 		return
 	}
@@ -92,7 +99,7 @@ func (b *box) make(ctx context.Context) error {
 	res, err := b.d.cli.ContainerCreate(ctx, cfg)
 	if cerrdefs.IsNotFound(err) {
 		// As `docker run` does: pull a missing image once, then create.
-		if perr := b.d.pull(); perr != nil {
+		if perr := b.d.pull(b.life); perr != nil {
 			return perr
 		}
 		res, err = b.d.cli.ContainerCreate(ctx, cfg)
@@ -219,8 +226,8 @@ const pullTimeout = 10 * time.Minute
 
 // pull pulls the image anonymously; a private registry's credentials are
 // the docker CLI's business (pull it there first).
-func (d *Confiner) pull() error {
-	ctx, cancel := context.WithTimeout(context.Background(), pullTimeout)
+func (d *Confiner) pull(life context.Context) error {
+	ctx, cancel := context.WithTimeout(life, pullTimeout)
 	defer cancel()
 	d.logger.Info("pulling the image", zap.String("image", d.opts.Image))
 	resp, err := d.cli.ImagePull(ctx, d.opts.Image, client.ImagePullOptions{})
@@ -400,6 +407,7 @@ func (b *box) query(cmd uint32, session bool) bool {
 // rest), and the engine removes the container. What the engine did not
 // remove is removed by force.
 func (b *box) end() {
+	b.cancel()
 	<-b.ready
 	if b.err != nil {
 		return

@@ -181,6 +181,9 @@ func (d *Confiner) Start(c executor.Confinement) (executor.Process, error) {
 	return b.start(c, d.env(c.Env))
 }
 
+// errStopped: the command was ended while its container was being made.
+var errStopped = errors.New("docker: ended while the session's container was being made")
+
 // box returns the owner's container, ready, creating it on first need. A
 // creation that failed is forgotten, so the next command tries again (the
 // engine may be back).
@@ -203,7 +206,12 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 		go b.create()
 	}
 	d.mu.Unlock()
-	<-b.ready
+	select {
+	case <-b.ready:
+	case <-c.Stop:
+		// The container goes on being made for the session's next command.
+		return nil, errStopped
+	}
 	if b.err != nil {
 		d.mu.Lock()
 		if d.boxes[key] == b {

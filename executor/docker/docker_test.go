@@ -3,6 +3,7 @@ package docker_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -488,4 +489,123 @@ func TestMissingImage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is not on the engine") || !strings.Contains(err.Error(), "could not be pulled") {
 		t.Fatalf("error %v; want it to say the image is missing and could not be pulled", err)
 	}
+}
+
+// silentEngine is an engine that takes connections and never answers (a
+// daemon that hangs, an ssh tunnel gone quiet). Each connection it takes
+// is sent on conns.
+func silentEngine(t *testing.T) (host string, conns <-chan net.Conn) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "silent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan net.Conn, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			ch <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for {
+			select {
+			case c := <-ch:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	return "unix://" + sock, ch
+}
+
+// An engine that does not answer holds a command only until it is
+// cancelled, its session closes, or the agent ends: none of them waits for
+// the container's creation to time out (a minute).
+func TestSilentEngineHoldsNothing(t *testing.T) {
+	t.Parallel()
+	helper := dockertest.Helper(t)
+	// Far below the creation's timeout: without the fix each case waits
+	// for it.
+	const prompt = 20 * time.Second
+	setup := func(t *testing.T) (*executor.Local, <-chan net.Conn) {
+		host, conns := silentEngine(t)
+		conf, err := docker.NewConfiner(docker.Options{Image: "x", Helper: helper, Host: host, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := executor.NewLocal(executor.Options{DefaultWorkdir: t.TempDir(), SpillDir: t.TempDir(), Confine: conf, ConfineAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex, conns
+	}
+	within := func(t *testing.T, what string, start time.Time) {
+		t.Helper()
+		if took := time.Since(start); took > prompt {
+			t.Errorf("%s took %v; want it at once", what, took)
+		}
+	}
+	t.Run("cancel", func(t *testing.T) {
+		ex, conns := setup(t)
+		defer ex.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+			errc <- err
+		}()
+		<-conns // the engine was asked
+		start := time.Now()
+		cancel()
+		err := <-errc
+		within(t, "a cancelled run", start)
+		if !errors.Is(err, executor.ErrAborted) {
+			t.Errorf("error %v; want ErrAborted", err)
+		}
+	})
+	t.Run("session closed", func(t *testing.T) {
+		ex, conns := setup(t)
+		defer ex.Close()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ex.Start(executor.Spec{Command: "true", Owner: "s"})
+			errc <- err
+		}()
+		<-conns
+		start := time.Now()
+		ex.KillOwned("s")
+		err := <-errc
+		within(t, "a background start whose session closed", start)
+		if err == nil {
+			t.Error("the start succeeded; want an error")
+		}
+	})
+	t.Run("agent ends", func(t *testing.T) {
+		ex, conns := setup(t)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ex.Run(context.Background(), executor.Spec{Command: "true", Owner: "s"})
+			errc <- err
+		}()
+		<-conns
+		start := time.Now()
+		if err := ex.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		err := <-errc
+		within(t, "the executor's Close", start)
+		if err == nil {
+			t.Error("the run succeeded; want an error")
+		}
+	})
 }
