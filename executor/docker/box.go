@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,11 +46,11 @@ type box struct {
 	// gives up, so that closing the session or the agent does not wait.
 	life   context.Context
 	cancel context.CancelFunc
-	err   error
-	id    string
-	conn  client.HijackedResponse
-	fw    *frameWriter
-	done  chan struct{} // closed when the tether is cut: no helper any more
+	err    error
+	id     string
+	conn   client.HijackedResponse
+	fw     *frameWriter
+	done   chan struct{} // closed when the tether is cut: no helper any more
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -261,6 +262,15 @@ func (d *Confiner) explain(err error, root string) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "bind source path does not exist"):
+		if missing := missingSource(msg); missing != "" && missing != root {
+			// Not the project's directory: blaming it would send the user
+			// looking in the wrong place.
+			what := "the session's spill directory"
+			if slices.Contains(d.opts.Read, missing) {
+				what = "--docker-read " + missing
+			}
+			return fmt.Errorf("docker: %s does not exist on the Docker engine's host (%s), so it cannot be mounted: %w", what, d.host, err)
+		}
 		if d.remote {
 			return fmt.Errorf("docker: the session's directory %s does not exist on the Docker engine's host (%s): commands run in the engine host's files, so the project must be on a file system both share (syncing a tree to a remote engine is not supported yet)", root, d.host)
 		}
@@ -271,6 +281,16 @@ func (d *Confiner) explain(err error, root string) error {
 		return fmt.Errorf("docker: the engine at %s does not answer (is it running? DOCKER_HOST chooses another): %w", d.host, err)
 	}
 	return fmt.Errorf("docker: %w", err)
+}
+
+// missingSource is the path an engine's "bind source path does not exist:
+// PATH" error names, or "".
+func missingSource(msg string) string {
+	_, path, ok := strings.Cut(msg, "bind source path does not exist: ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(path)
 }
 
 // serve reads the helper's frames until the tether is cut, then ends every

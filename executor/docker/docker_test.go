@@ -609,3 +609,21 @@ func TestSilentEngineHoldsNothing(t *testing.T) {
 		}
 	})
 }
+
+// A --docker-read path the engine's host lacks is named as such, not
+// blamed on the session's directory, which is there.
+func TestMissingReadPath(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "absent")
+	s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Read = []string{missing} })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+	want := "docker: --docker-read " + missing + " does not exist on the Docker engine's host"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "session's directory") {
+		t.Fatalf("error %v; want it to say %q and not blame the session's directory", err, want)
+	}
+	if left := s.containers(t); left != "" {
+		t.Errorf("a container was left: %s", left)
+	}
+}
