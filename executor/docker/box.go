@@ -373,6 +373,9 @@ func (b *box) start(c executor.Confinement, env []string) (executor.Process, err
 	if err != nil {
 		b.forget(p.id)
 		p.closeFiles()
+		if b.cutSoon() {
+			return nil, errContainerGone
+		}
 		return nil, fmt.Errorf("docker: send the command to the session's container: %w", err)
 	}
 	select {
@@ -387,9 +390,46 @@ func (b *box) start(c executor.Confinement, env []string) (executor.Process, err
 		return nil, errors.New(p.startErr)
 	case p.pid == 0:
 		p.closeFilesLocked()
-		return nil, errors.New("docker: the session's container ended before the command started")
+		if b.ending() {
+			return nil, errors.New("docker: the session's container ended before the command started")
+		}
+		return nil, errContainerGone
 	}
 	return p, nil
+}
+
+// errContainerGone: the session's container ended under it; the next
+// command makes a new one.
+var errContainerGone = errors.New("docker: the session's container is gone (removed, killed, or its engine restarted); the next command starts a new one")
+
+// cut reports whether the box was made and its tether is cut since: its
+// container is gone, and no command can run in it any more.
+func (b *box) cut() bool {
+	select {
+	case <-b.ready:
+	default:
+		return false
+	}
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// cutSoon reports whether the tether is cut, or is cut within a second: a
+// write that failed because the engine closed the connection is followed
+// at once by serve's read failing, which cuts it.
+func (b *box) cutSoon() bool {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-b.done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func (b *box) forget(id uint32) {

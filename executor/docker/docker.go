@@ -235,6 +235,18 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 		return nil, executor.ErrClosed
 	}
 	b := d.boxes[key]
+	if b != nil && b.cut() {
+		// Its container ended under the session (removed, killed, the
+		// engine restarted): the session gets a new one rather than an
+		// error at every command from now on.
+		delete(d.boxes, key)
+		d.wg.Add(1)
+		go func(old *box) {
+			defer d.wg.Done()
+			old.end()
+		}(b)
+		b = nil
+	}
 	if b == nil {
 		b = newBox(d, key.owner, root, c.SpillDir)
 		d.boxes[key] = b

@@ -627,3 +627,36 @@ func TestMissingReadPath(t *testing.T) {
 		t.Errorf("a container was left: %s", left)
 	}
 }
+
+// A session's container that ended under it (removed by hand, killed, the
+// engine restarted) is replaced at the next command: the session is not
+// left failing every command.
+func TestContainerGoneIsReplaced(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	s.runCmd(t, "s", "true")
+	id := s.containers(t)
+	if id == "" {
+		t.Fatal("no container after the first command")
+	}
+	if out, err := exec.Command("docker", "rm", "-f", id).CombinedOutput(); err != nil {
+		t.Fatalf("docker rm -f: %v: %s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The command right after may still find the old container's tether
+	// being cut: then it says so, and the one after runs.
+	res, err := s.ex.Run(ctx, executor.Spec{Command: "echo again", Owner: "s", Root: s.cwd})
+	if err != nil {
+		if !strings.Contains(err.Error(), "the session's container is gone") {
+			t.Fatalf("run after the container was removed: %v; want a new container, or an error saying it is gone", err)
+		}
+		res, err = s.ex.Run(ctx, executor.Spec{Command: "echo again", Owner: "s", Root: s.cwd})
+	}
+	if err != nil || res.Stdout.Text != "again\n" {
+		t.Fatalf("run in the new container: %v, stdout %q; want again", err, res.Stdout.Text)
+	}
+	if now := s.containers(t); now == "" || now == id {
+		t.Errorf("containers %q; want a new one, not %s", now, id)
+	}
+}
