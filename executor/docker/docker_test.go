@@ -496,7 +496,14 @@ func TestMissingImage(t *testing.T) {
 // is sent on conns.
 func silentEngine(t *testing.T) (host string, conns <-chan net.Conn) {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "silent.sock")
+	// Under /tmp: a unix socket's path is short (104 bytes on macOS), and
+	// t.TempDir's are long there.
+	dir, err := os.MkdirTemp("/tmp", "dsh-silent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
