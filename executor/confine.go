@@ -74,4 +74,10 @@ type Confinement struct {
 	// Stdout and Stderr are the write ends of the command's capture pipes.
 	// Its stdin is /dev/null.
 	Stdout, Stderr *os.File
+	// Stop is closed when the command is ended while Start has not
+	// returned yet (its run cancelled, its owner's tasks killed, the
+	// executor closing): a Confiner still waiting for something slow (an
+	// engine making a container) gives up and returns an error, rather
+	// than hold the turn, or the agent's exit, until it answers.
+	Stop <-chan struct{}
 }

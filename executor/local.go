@@ -212,8 +212,11 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 		return res, err
 	}
 	defer l.wg.Done()
-	p, err := l.spawn(spec, "run", 0, "")
+	p, err := l.spawn(ctx, spec, "run", 0, "")
 	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx))
+		}
 		return res, err
 	}
 

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -108,7 +109,7 @@ func (l *Local) begin() error {
 // spawn starts spec. The caller must hold a wg count (begin). label names
 // the spill files; unreadBytes > 0 gives the streams a background read
 // queue; marker, if set, is the process's own (see ownMarker).
-func (l *Local) spawn(spec Spec, label string, unreadBytes int, marker string) (*proc, error) {
+func (l *Local) spawn(ctx context.Context, spec Spec, label string, unreadBytes int, marker string) (*proc, error) {
 	fi, err := os.Stat(spec.Workdir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -161,7 +162,13 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int, marker string) (
 	if marker != "" {
 		env = append(slices.Clip(env), marker)
 	}
-	process, err := l.start(shell, spec, env, outW, errW)
+	// A run cancelled while its start waits (an engine making the
+	// session's container) is ended as one cancelled later: terminate
+	// closes termC, which the start gives up on, or, if the start won,
+	// track signals the new group at once.
+	stop := context.AfterFunc(ctx, func() { p.terminate(false) })
+	process, err := l.start(shell, spec, env, outW, errW, p.termC)
+	stop()
 	// The child has its copies; ours must go or the readers never see EOF.
 	closeAll(outW, errW)
 	if err != nil {
@@ -182,7 +189,7 @@ func (l *Local) spawn(spec Spec, label string, unreadBytes int, marker string) (
 // command (Spec.Sandboxed, or every one with ConfineAll) is the Confiner's
 // to start; everything after (signals, reaping, the watchdog) is the same
 // for both.
-func (l *Local) start(shell string, spec Spec, env []string, stdout, stderr *os.File) (Process, error) {
+func (l *Local) start(shell string, spec Spec, env []string, stdout, stderr *os.File, stopC <-chan struct{}) (Process, error) {
 	if spec.Sandboxed || l.opts.ConfineAll {
 		if l.opts.Confine == nil {
 			return nil, fmt.Errorf("start bash: %w", ErrNoSandbox)
@@ -193,7 +200,7 @@ func (l *Local) start(shell string, spec Spec, env []string, stdout, stderr *os.
 			// not be kept out of reach: do not start.
 			return nil, fmt.Errorf("start bash: sandbox: %w", err)
 		}
-		pr, err := l.opts.Confine.Start(Confinement{Shell: shell, Spec: spec, Env: env, SpillDir: own, PrivateDir: root, Stdout: stdout, Stderr: stderr})
+		pr, err := l.opts.Confine.Start(Confinement{Shell: shell, Spec: spec, Env: env, SpillDir: own, PrivateDir: root, Stdout: stdout, Stderr: stderr, Stop: stopC})
 		if err != nil {
 			// The confiner's error names it (sandbox: …, docker: …).
 			return nil, fmt.Errorf("start bash: %w", err)

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -74,7 +75,7 @@ func (l *Local) Start(spec Spec) (string, error) {
 	l.wg.Add(1)
 	l.mu.Unlock()
 
-	p, err := l.spawn(spec, id, l.opts.UnreadBytes, marker)
+	p, err := l.spawn(context.Background(), spec, id, l.opts.UnreadBytes, marker)
 	if err != nil {
 		st := Status{State: Failed, Err: err}
 		t.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -60,8 +59,7 @@ func (c *config) remoteEngine() bool {
 	if c.executorKind() != "docker" || c.getenv == nil {
 		return false
 	}
-	host := c.getenv("DOCKER_HOST")
-	return host != "" && !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://")
+	return docker.RemoteEngine(c.getenv)
 }
 
 // startDocker makes the Confiner that runs every command in its session's
@@ -76,12 +74,8 @@ func startDocker(cfg *config, limits executor.Limits, log *zap.Logger) (*docker.
 			return nil, err
 		}
 	}
-	host := ""
-	if cfg.getenv != nil {
-		host = cfg.getenv("DOCKER_HOST")
-	}
 	d, err := docker.NewConfiner(docker.Options{
-		Host:      host,
+		Getenv:    cfg.getenv,
 		Image:     cfg.docker.image,
 		Network:   cfg.docker.network,
 		Read:      cfg.docker.read,

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,11 +42,15 @@ type box struct {
 	logger *zap.Logger
 
 	ready chan struct{} // closed when creation ended; err says how
-	err   error
-	id    string
-	conn  client.HijackedResponse
-	fw    *frameWriter
-	done  chan struct{} // closed when the tether is cut: no helper any more
+	// life is cancelled by end: a creation still waiting for the engine
+	// gives up, so that closing the session or the agent does not wait.
+	life   context.Context
+	cancel context.CancelFunc
+	err    error
+	id     string
+	conn   client.HijackedResponse
+	fw     *frameWriter
+	done   chan struct{} // closed when the tether is cut: no helper any more
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -56,7 +61,9 @@ type box struct {
 }
 
 func newBox(d *Confiner, owner, root, spill string) *box {
+	life, cancel := context.WithCancel(context.Background())
 	return &box{
+		life: life, cancel: cancel,
 		d: d, owner: owner, root: root, spill: spill,
 		logger:  d.logger.With(zap.String("session", owner)),
 		ready:   make(chan struct{}),
@@ -70,11 +77,12 @@ func newBox(d *Confiner, owner, root, spill string) *box {
 // It runs on its own goroutine, counted in d.wg.
 func (b *box) create() {
 	defer b.d.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+	ctx, cancel := context.WithTimeout(b.life, createTimeout)
 	b.err = b.make(ctx)
 	cancel()
 	close(b.ready)
 	if b.err != nil {
+		b.cancel()
 		close(b.done)
 		return
 	}
@@ -92,7 +100,7 @@ func (b *box) make(ctx context.Context) error {
 	res, err := b.d.cli.ContainerCreate(ctx, cfg)
 	if cerrdefs.IsNotFound(err) {
 		// As `docker run` does: pull a missing image once, then create.
-		if perr := b.d.pull(); perr != nil {
+		if perr := b.d.pull(b.life); perr != nil {
 			return perr
 		}
 		res, err = b.d.cli.ContainerCreate(ctx, cfg)
@@ -219,8 +227,8 @@ const pullTimeout = 10 * time.Minute
 
 // pull pulls the image anonymously; a private registry's credentials are
 // the docker CLI's business (pull it there first).
-func (d *Confiner) pull() error {
-	ctx, cancel := context.WithTimeout(context.Background(), pullTimeout)
+func (d *Confiner) pull(life context.Context) error {
+	ctx, cancel := context.WithTimeout(life, pullTimeout)
 	defer cancel()
 	d.logger.Info("pulling the image", zap.String("image", d.opts.Image))
 	resp, err := d.cli.ImagePull(ctx, d.opts.Image, client.ImagePullOptions{})
@@ -254,6 +262,15 @@ func (d *Confiner) explain(err error, root string) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "bind source path does not exist"):
+		if missing := missingSource(msg); missing != "" && missing != root {
+			// Not the project's directory: blaming it would send the user
+			// looking in the wrong place.
+			what := "the session's spill directory"
+			if slices.Contains(d.opts.Read, missing) {
+				what = "--docker-read " + missing
+			}
+			return fmt.Errorf("docker: %s does not exist on the Docker engine's host (%s), so it cannot be mounted: %w", what, d.host, err)
+		}
 		if d.remote {
 			return fmt.Errorf("docker: the session's directory %s does not exist on the Docker engine's host (%s): commands run in the engine host's files, so the project must be on a file system both share (syncing a tree to a remote engine is not supported yet)", root, d.host)
 		}
@@ -264,6 +281,16 @@ func (d *Confiner) explain(err error, root string) error {
 		return fmt.Errorf("docker: the engine at %s does not answer (is it running? DOCKER_HOST chooses another): %w", d.host, err)
 	}
 	return fmt.Errorf("docker: %w", err)
+}
+
+// missingSource is the path an engine's "bind source path does not exist:
+// PATH" error names, or "".
+func missingSource(msg string) string {
+	_, path, ok := strings.Cut(msg, "bind source path does not exist: ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(path)
 }
 
 // serve reads the helper's frames until the tether is cut, then ends every
@@ -346,6 +373,9 @@ func (b *box) start(c executor.Confinement, env []string) (executor.Process, err
 	if err != nil {
 		b.forget(p.id)
 		p.closeFiles()
+		if b.cutSoon() {
+			return nil, errContainerGone
+		}
 		return nil, fmt.Errorf("docker: send the command to the session's container: %w", err)
 	}
 	select {
@@ -360,9 +390,46 @@ func (b *box) start(c executor.Confinement, env []string) (executor.Process, err
 		return nil, errors.New(p.startErr)
 	case p.pid == 0:
 		p.closeFilesLocked()
-		return nil, errors.New("docker: the session's container ended before the command started")
+		if b.ending() {
+			return nil, errors.New("docker: the session's container ended before the command started")
+		}
+		return nil, errContainerGone
 	}
 	return p, nil
+}
+
+// errContainerGone: the session's container ended under it; the next
+// command makes a new one.
+var errContainerGone = errors.New("docker: the session's container is gone (removed, killed, or its engine restarted); the next command starts a new one")
+
+// cut reports whether the box was made and its tether is cut since: its
+// container is gone, and no command can run in it any more.
+func (b *box) cut() bool {
+	select {
+	case <-b.ready:
+	default:
+		return false
+	}
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// cutSoon reports whether the tether is cut, or is cut within a second: a
+// write that failed because the engine closed the connection is followed
+// at once by serve's read failing, which cuts it.
+func (b *box) cutSoon() bool {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-b.done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func (b *box) forget(id uint32) {
@@ -400,6 +467,7 @@ func (b *box) query(cmd uint32, session bool) bool {
 // rest), and the engine removes the container. What the engine did not
 // remove is removed by force.
 func (b *box) end() {
+	b.cancel()
 	<-b.ready
 	if b.err != nil {
 		return

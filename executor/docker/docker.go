@@ -63,7 +63,8 @@ type Options struct {
 	Helper string
 	// Host is the engine's address (unix://, tcp://, ssh://). Empty means
 	// DOCKER_HOST and the other Docker variables of the environment, else
-	// the engine's default socket.
+	// the docker CLI's current context (DOCKER_CONTEXT, or `docker context
+	// use`), else the engine's default socket.
 	Host string
 	// SSH is the ssh program for an ssh:// engine; empty means "ssh" in
 	// PATH.
@@ -71,6 +72,9 @@ type Options struct {
 	// KillGrace is how long commands get between SIGTERM and SIGKILL when
 	// a session's container ends. Zero means 2s.
 	KillGrace time.Duration
+	// Getenv reads the Docker variables (DOCKER_HOST, DOCKER_CONTEXT,
+	// DOCKER_CONFIG) and HOME. Nil means os.Getenv.
+	Getenv func(string) string
 	// Labels are added to every container (tests label theirs).
 	Labels map[string]string
 	// Logger receives diagnostics. Nil means zap.NewNop().
@@ -126,9 +130,12 @@ func NewConfiner(opts Options) (*Confiner, error) {
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = 2 * time.Second
 	}
-	host := opts.Host
-	if host == "" {
-		host = os.Getenv(client.EnvOverrideHost)
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	host, fromContext, err := engineHost(opts.Host, opts.Getenv)
+	if err != nil {
+		return nil, err
 	}
 	clientOpts := []client.Opt{client.WithTLSClientConfigFromEnv(), client.WithAPIVersionFromEnv()}
 	shown := host
@@ -141,6 +148,9 @@ func NewConfiner(opts Options) (*Confiner, error) {
 		clientOpts = append(clientOpts, client.WithHost("http://docker.example.com"), client.WithDialContext(dial.dial))
 	} else if host != "" {
 		clientOpts = append(clientOpts, client.WithHost(host))
+		if fromContext.tls != "" {
+			clientOpts = append(clientOpts, fromContext.tlsOpt())
+		}
 	}
 	cli, err := client.New(clientOpts...)
 	if err != nil {
@@ -159,6 +169,32 @@ func NewConfiner(opts Options) (*Confiner, error) {
 		logger: opts.Logger,
 		boxes:  map[boxKey]*box{},
 	}, nil
+}
+
+// engineHost is the engine's address as the docker CLI finds it: the
+// option, else DOCKER_HOST, else the current docker context's endpoint
+// (returned too, for its TLS files), else "" (the default socket).
+func engineHost(host string, getenv func(string) string) (string, dockerContext, error) {
+	if host == "" {
+		host = getenv(client.EnvOverrideHost)
+	}
+	if host != "" {
+		return host, dockerContext{}, nil
+	}
+	c, ok, err := currentContext(getenv)
+	if err != nil || !ok {
+		return "", dockerContext{}, err
+	}
+	return c.host, c, nil
+}
+
+// RemoteEngine reports whether the engine the environment names (as
+// NewConfiner finds it: DOCKER_HOST, else the docker CLI's current context)
+// is on another host (tcp://, ssh://), whose writes to a shared tree raise
+// no file-system event here. An engine that cannot be found is not remote.
+func RemoteEngine(getenv func(string) string) bool {
+	host, _, err := engineHost("", getenv)
+	return err == nil && host != "" && isRemote(host)
 }
 
 // isRemote: the engine's host is not this one, so a path of ours may not
@@ -181,6 +217,9 @@ func (d *Confiner) Start(c executor.Confinement) (executor.Process, error) {
 	return b.start(c, d.env(c.Env))
 }
 
+// errStopped: the command was ended while its container was being made.
+var errStopped = errors.New("docker: ended while the session's container was being made")
+
 // box returns the owner's container, ready, creating it on first need. A
 // creation that failed is forgotten, so the next command tries again (the
 // engine may be back).
@@ -196,6 +235,18 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 		return nil, executor.ErrClosed
 	}
 	b := d.boxes[key]
+	if b != nil && b.cut() {
+		// Its container ended under the session (removed, killed, the
+		// engine restarted): the session gets a new one rather than an
+		// error at every command from now on.
+		delete(d.boxes, key)
+		d.wg.Add(1)
+		go func(old *box) {
+			defer d.wg.Done()
+			old.end()
+		}(b)
+		b = nil
+	}
 	if b == nil {
 		b = newBox(d, key.owner, root, c.SpillDir)
 		d.boxes[key] = b
@@ -203,7 +254,12 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 		go b.create()
 	}
 	d.mu.Unlock()
-	<-b.ready
+	select {
+	case <-b.ready:
+	case <-c.Stop:
+		// The container goes on being made for the session's next command.
+		return nil, errStopped
+	}
 	if b.err != nil {
 		d.mu.Lock()
 		if d.boxes[key] == b {

@@ -3,6 +3,7 @@ package docker_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -487,5 +488,182 @@ func TestMissingImage(t *testing.T) {
 	_, err := s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
 	if err == nil || !strings.Contains(err.Error(), "is not on the engine") || !strings.Contains(err.Error(), "could not be pulled") {
 		t.Fatalf("error %v; want it to say the image is missing and could not be pulled", err)
+	}
+}
+
+// silentEngine is an engine that takes connections and never answers (a
+// daemon that hangs, an ssh tunnel gone quiet). Each connection it takes
+// is sent on conns.
+func silentEngine(t *testing.T) (host string, conns <-chan net.Conn) {
+	t.Helper()
+	// Under /tmp: a unix socket's path is short (104 bytes on macOS), and
+	// t.TempDir's are long there.
+	dir, err := os.MkdirTemp("/tmp", "dsh-silent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan net.Conn, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			ch <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for {
+			select {
+			case c := <-ch:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	return "unix://" + sock, ch
+}
+
+// An engine that does not answer holds a command only until it is
+// cancelled, its session closes, or the agent ends: none of them waits for
+// the container's creation to time out (a minute).
+func TestSilentEngineHoldsNothing(t *testing.T) {
+	t.Parallel()
+	helper := dockertest.Helper(t)
+	// Far below the creation's timeout: without the fix each case waits
+	// for it.
+	const prompt = 20 * time.Second
+	setup := func(t *testing.T) (*executor.Local, <-chan net.Conn) {
+		host, conns := silentEngine(t)
+		conf, err := docker.NewConfiner(docker.Options{Image: "x", Helper: helper, Host: host, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := executor.NewLocal(executor.Options{DefaultWorkdir: t.TempDir(), SpillDir: t.TempDir(), Confine: conf, ConfineAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex, conns
+	}
+	within := func(t *testing.T, what string, start time.Time) {
+		t.Helper()
+		if took := time.Since(start); took > prompt {
+			t.Errorf("%s took %v; want it at once", what, took)
+		}
+	}
+	t.Run("cancel", func(t *testing.T) {
+		ex, conns := setup(t)
+		defer ex.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+			errc <- err
+		}()
+		<-conns // the engine was asked
+		start := time.Now()
+		cancel()
+		err := <-errc
+		within(t, "a cancelled run", start)
+		if !errors.Is(err, executor.ErrAborted) {
+			t.Errorf("error %v; want ErrAborted", err)
+		}
+	})
+	t.Run("session closed", func(t *testing.T) {
+		ex, conns := setup(t)
+		defer ex.Close()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ex.Start(executor.Spec{Command: "true", Owner: "s"})
+			errc <- err
+		}()
+		<-conns
+		start := time.Now()
+		ex.KillOwned("s")
+		err := <-errc
+		within(t, "a background start whose session closed", start)
+		if err == nil {
+			t.Error("the start succeeded; want an error")
+		}
+	})
+	t.Run("agent ends", func(t *testing.T) {
+		ex, conns := setup(t)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ex.Run(context.Background(), executor.Spec{Command: "true", Owner: "s"})
+			errc <- err
+		}()
+		<-conns
+		start := time.Now()
+		if err := ex.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		err := <-errc
+		within(t, "the executor's Close", start)
+		if err == nil {
+			t.Error("the run succeeded; want an error")
+		}
+	})
+}
+
+// A --docker-read path the engine's host lacks is named as such, not
+// blamed on the session's directory, which is there.
+func TestMissingReadPath(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "absent")
+	s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Read = []string{missing} })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s"})
+	want := "docker: --docker-read " + missing + " does not exist on the Docker engine's host"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "session's directory") {
+		t.Fatalf("error %v; want it to say %q and not blame the session's directory", err, want)
+	}
+	if left := s.containers(t); left != "" {
+		t.Errorf("a container was left: %s", left)
+	}
+}
+
+// A session's container that ended under it (removed by hand, killed, the
+// engine restarted) is replaced at the next command: the session is not
+// left failing every command.
+func TestContainerGoneIsReplaced(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	s.runCmd(t, "s", "true")
+	id := s.containers(t)
+	if id == "" {
+		t.Fatal("no container after the first command")
+	}
+	if out, err := exec.Command("docker", "rm", "-f", id).CombinedOutput(); err != nil {
+		t.Fatalf("docker rm -f: %v: %s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The command right after may still find the old container's tether
+	// being cut: then it says so, and the one after runs.
+	res, err := s.ex.Run(ctx, executor.Spec{Command: "echo again", Owner: "s", Root: s.cwd})
+	if err != nil {
+		if !strings.Contains(err.Error(), "the session's container is gone") {
+			t.Fatalf("run after the container was removed: %v; want a new container, or an error saying it is gone", err)
+		}
+		res, err = s.ex.Run(ctx, executor.Spec{Command: "echo again", Owner: "s", Root: s.cwd})
+	}
+	if err != nil || res.Stdout.Text != "again\n" {
+		t.Fatalf("run in the new container: %v, stdout %q; want again", err, res.Stdout.Text)
+	}
+	if now := s.containers(t); now == "" || now == id {
+		t.Errorf("containers %q; want a new one, not %s", now, id)
 	}
 }

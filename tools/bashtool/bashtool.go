@@ -123,7 +123,7 @@ func New(opts Options) (*Set, error) {
 	}
 	log = log.Named("bashtool")
 	ex := opts.Executor
-	s := &Set{log: log, notify: opts.Notify, pending: &pendingChanges{}}
+	s := &Set{log: log, notify: opts.Notify, pending: &pendingChanges{measured: opts.Changes != nil}}
 	s.lister, _ = ex.(TaskLister)
 	// /kill waits for the end it caused, so a /tasks right after says
 	// "killed": SIGKILL follows SIGTERM after KillGrace, and the leftover

@@ -173,11 +173,23 @@ func jsonLen(s string) int {
 // its completion notice is queued, so a command that runs after the notice
 // never sees them as its own.
 type pendingChanges struct {
-	// mu guards tasks and told.
+	// measured: commands' changes are measured (diffs are on).
+	measured bool
+	// mu guards tasks, told and early.
 	mu    sync.Mutex
 	tasks map[string]*taskChanges
 	// told are, by owner, the tasks whose end a notice reported, in order.
 	told map[string][]toldTask
+	// early are the tasks that ended before their start returned and add
+	// was called (a command that ends at once: in a container its exit
+	// can overtake the answer to its start), with their notice if one was
+	// told; add takes them.
+	early map[string]*earlyEnd
+}
+
+// earlyEnd is a task's end seen before add: the notice told of it, if any.
+type earlyEnd struct {
+	told *toldTask
 }
 
 // toldTask is a task whose end a completion notice reported.
@@ -193,6 +205,9 @@ func (p *pendingChanges) tell(owner, id, notice string, raw RawOutput) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.tasks[id]; !ok {
+		if e := p.early[id]; e != nil {
+			e.told = &toldTask{id: id, notice: notice, raw: raw}
+		}
 		return
 	}
 	if p.told == nil {
@@ -257,26 +272,45 @@ func (t *taskChanges) result() shown {
 }
 
 func (p *pendingChanges) add(id, owner string, m *changes.Mark) {
-	if m == nil || id == "" {
+	if id == "" {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	early := p.early[id]
+	delete(p.early, id)
+	if m == nil {
+		p.mu.Unlock()
+		return
+	}
 	if p.tasks == nil {
 		p.tasks = map[string]*taskChanges{}
 	}
-	p.tasks[id] = &taskChanges{owner: owner, mark: m}
-}
-
-func (p *pendingChanges) get(id string) *taskChanges {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.tasks[id]
+	t := &taskChanges{owner: owner, mark: m}
+	p.tasks[id] = t
+	if early != nil && early.told != nil {
+		if p.told == nil {
+			p.told = map[string][]toldTask{}
+		}
+		p.told[owner] = append(p.told[owner], *early.told)
+	}
+	p.mu.Unlock()
+	if early != nil {
+		// It already ended: measured now, as ended would have.
+		t.result()
+	}
 }
 
 // ended measures a task that just ended; a task that never ran is dropped.
 func (p *pendingChanges) ended(id string, ran bool) {
-	t := p.get(id)
+	p.mu.Lock()
+	t := p.tasks[id]
+	if t == nil && ran && p.measured {
+		if p.early == nil {
+			p.early = map[string]*earlyEnd{}
+		}
+		p.early[id] = &earlyEnd{}
+	}
+	p.mu.Unlock()
 	if t == nil {
 		return
 	}
