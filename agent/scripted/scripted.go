@@ -105,7 +105,7 @@ var _ agent.Provider = (*Provider)(nil)
 func Load(path string) (*Provider, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("load script: %w", err)
+		return nil, err // it names the path; the caller says it was the script
 	}
 	defer f.Close()
 	return Parse(f, path)
