@@ -12,6 +12,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"golang.org/x/term"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/logbridge"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -228,9 +229,10 @@ type execSession struct {
 }
 
 // execPrompt runs the prompt in a new or resumed session. A new session
-// whose prompt failed before the model answered anything (answered) is
-// deleted: there is nothing in it to resume, and a failing key or endpoint
-// would otherwise leave one stored session per try.
+// whose prompt failed before the model answered anything (answered), or
+// was a slash command the agent answered alone, is deleted: there is
+// nothing in it to resume, and a failing key or endpoint would otherwise
+// leave one stored session per try.
 func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}, answered func() bool) (acpsdk.PromptResponse, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
@@ -262,10 +264,13 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		SessionId: sess.SessionId,
 		Prompt:    []acpsdk.ContentBlock{acpsdk.TextBlock(cfg.prompt)},
 	})
+	// A slash command (/plan, /tasks) on a new session is answered by the
+	// agent alone: the session holds nothing to resume either.
+	_, _, command := agent.ParseCommand(cfg.prompt)
+	if cfg.resume == "" && (command || err != nil && !answered()) {
+		_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
+	}
 	if err != nil {
-		if cfg.resume == "" && !answered() {
-			_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
-		}
 		return acpsdk.PromptResponse{}, errors.New(sentence(err))
 	}
 	return resp, nil

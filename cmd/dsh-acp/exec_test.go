@@ -454,3 +454,20 @@ func TestExecUnresolvedHostSaidFirst(t *testing.T) {
 		t.Errorf("a JSON-RPC object reached the person:\n%s", errb.String())
 	}
 }
+
+// TestExecSlashCommandLeavesNoSession: a slash command on a new session is
+// answered by the agent alone (the model is never asked): nothing is left
+// to resume, so nothing is stored; on a resumed session it changes nothing.
+func TestExecSlashCommandLeavesNoSession(t *testing.T) {
+	t.Parallel()
+	script := writeScript(t, `{"error":"the model must not be asked"}`)
+	state := stateEnv(t)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exec", "--script", script, "--cwd", t.TempDir(), "/plan"}, nil, &out, &errb, state)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(state("DSH_STATE_DIR"), "sessions", "*")); len(left) != 0 {
+		t.Errorf("a new session that only ran /plan was stored: %v", left)
+	}
+}
