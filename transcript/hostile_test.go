@@ -161,6 +161,19 @@ func TestHostileInputOverTheBinary(t *testing.T) {
 	recv("1")
 	a, b, h := newSession("2"), newSession("3"), newSession("4")
 
+	// JSON-RPC lets a request leave out params; every param of
+	// session/list is optional.
+	for i, frame := range []string{
+		`{"jsonrpc":"2.0","id":"list-%d","method":"session/list"}`,
+		`{"jsonrpc":"2.0","id":"list-%d","method":"session/list","params":null}`,
+	} {
+		id := fmt.Sprintf(`"list-%d"`, i)
+		send(fmt.Sprintf(frame, i))
+		if r := recv(id); r.Error != nil || !strings.Contains(string(r.Result), `"sessions":[`) {
+			t.Errorf("session/list without params: %+v %s", r.Error, r.Result)
+		}
+	}
+
 	// A valid frame of exactly 10,485,760 bytes.
 	head := `{"jsonrpc":"2.0","id":"huge","method":"session/new","params":{"cwd":"/","mcpServers":[]}`
 	send(head + strings.Repeat(" ", 10<<20-len(head)-1) + "}")

@@ -166,6 +166,9 @@ func tooLarge(size int) string {
 }
 
 func (f *inbound) request(h *header, line []byte) {
+	if *h.Method == acpsdk.AgentMethodSessionList {
+		line = withEmptyParams(line)
+	}
 	id := idKey(h.ID)
 	f.w.order.expect(id)
 	if *h.Method == acpsdk.AgentMethodSessionPrompt {

@@ -48,6 +48,29 @@ func unmarshalHeader(line []byte, h *header) error {
 	return err
 }
 
+// withEmptyParams gives a request sent without params (JSON-RPC lets a
+// client leave them out) an empty object: for a method whose params are all
+// optional, that is what the client meant, and the SDK decodes params as
+// they come (nothing is not an object, and it answers Invalid params).
+func withEmptyParams(line []byte) []byte {
+	var e struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &e) != nil || (len(e.Params) != 0 && string(e.Params) != "null") {
+		return line
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return line
+	}
+	m["params"] = json.RawMessage("{}")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return line
+	}
+	return out
+}
+
 // isNotification: no id, or a null one, which the SDK treats alike (it
 // never answers either).
 func (h *header) isNotification() bool {
