@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -74,7 +75,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	resp, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP}, cancelSent, p.answered)
+	resp, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP, answered: a.modelAnswered}, cancelSent)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
@@ -226,14 +227,28 @@ func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
 type execSession struct {
 	servers []acpsdk.McpServer
 	waitMCP func(ctx context.Context, id string) error
+	// answered reports whether the model answered anything in session
+	// id: what the session holds, not what was printed (the agent's own
+	// notes print as messages; a plan prints as no tool call).
+	answered func(id string) bool
+}
+
+// modelAnswered reports whether session id's history holds a message of
+// the model's. A session it cannot find holds none.
+func (a *app) modelAnswered(id string) bool {
+	s, err := a.sessions.Get(id)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(s.History(), func(m agent.Message) bool { return m.Role == agent.RoleAssistant })
 }
 
 // execPrompt runs the prompt in a new or resumed session. A new session
-// whose prompt failed before the model answered anything (answered), or
-// was a slash command the agent answered alone, is deleted: there is
+// whose prompt failed before the model answered anything (es.answered),
+// or was a slash command the agent answered alone, is deleted: there is
 // nothing in it to resume, and a failing key or endpoint would otherwise
 // leave one stored session per try.
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}, answered func() bool) (acpsdk.PromptResponse, error) {
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}) (acpsdk.PromptResponse, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -267,7 +282,7 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	// A slash command (/plan, /tasks) on a new session is answered by the
 	// agent alone: the session holds nothing to resume either.
 	_, _, command := agent.ParseCommand(cfg.prompt)
-	if cfg.resume == "" && (command || err != nil && !answered()) {
+	if cfg.resume == "" && (command || err != nil && !es.answered(string(sess.SessionId))) {
 		_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
 	}
 	if err != nil {
@@ -383,15 +398,6 @@ type printer struct {
 	commands, denied int
 	// execute holds the ids of command calls still awaiting their result.
 	execute map[acpsdk.ToolCallId]bool
-	// modelSpoke: the model answered something (text, a thought, a call).
-	modelSpoke bool
-}
-
-// answered reports whether the model answered anything yet.
-func (p *printer) answered() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.modelSpoke
 }
 
 var _ acpsdk.Client = (*printer)(nil)
@@ -453,11 +459,6 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := n.Update
-	// A tool call that arrives finished is the agent's own (the instruction
-	// files it read before the first request), not the model answering.
-	if u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil || (u.ToolCall != nil && u.ToolCall.Status != acpsdk.ToolCallStatusCompleted) {
-		p.modelSpoke = true
-	}
 	switch {
 	case u.AgentMessageChunk != nil:
 		p.message(u.AgentMessageChunk)

@@ -471,3 +471,51 @@ func TestExecSlashCommandLeavesNoSession(t *testing.T) {
 		t.Errorf("a new session that only ran /plan was stored: %v", left)
 	}
 }
+
+// TestExecKeepsWhatTheModelAnswered: whether a failed run's new session is
+// kept is judged by what the session holds, not by what was printed. The
+// agent's own note (an MCP server that failed to start) prints as a
+// message but is no answer: the session goes. A plan prints as no tool
+// call but is the model's: the session stays.
+func TestExecKeepsWhatTheModelAnswered(t *testing.T) {
+	t.Parallel()
+	stored := func(state func(string) string) []string {
+		left, _ := filepath.Glob(filepath.Join(state("DSH_STATE_DIR"), "sessions", "*.jsonl"))
+		return left
+	}
+	t.Run("an agent's note", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		mcp := filepath.Join(dir, "mcp.json")
+		if err := os.WriteFile(mcp, []byte(`{"mcpServers":{"broken":{"command":"/bin/false"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		state := stateEnv(t)
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"exec", "--script", writeScript(t, `{"error":"endpoint down"}`), "--cwd", dir, "--mcp-config", mcp, "go"}, nil, &out, &errb, state)
+		if code != 1 {
+			t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+		}
+		if !strings.Contains(out.String(), `MCP server "broken"`) {
+			t.Fatalf("the note was not printed, so this test proves nothing:\n%s", out.String())
+		}
+		if left := stored(state); len(left) != 0 {
+			t.Errorf("a session the model never answered in was stored: %v", left)
+		}
+	})
+	t.Run("a plan", func(t *testing.T) {
+		t.Parallel()
+		script := writeScript(t,
+			`{"tool_calls":[{"name":"update_plan","arguments":{"plan":[{"step":"Look around","status":"in_progress"}]}}]}`,
+			`{"error":"endpoint down"}`)
+		state := stateEnv(t)
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"exec", "--script", script, "--cwd", t.TempDir(), "go"}, nil, &out, &errb, state)
+		if code != 1 {
+			t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+		}
+		if left := stored(state); len(left) != 1 {
+			t.Errorf("the session with the model's plan was not kept: %v\nstdout: %s", left, out.String())
+		}
+	})
+}
