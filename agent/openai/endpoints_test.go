@@ -191,6 +191,7 @@ func TestThinkingRefusedIsNamed(t *testing.T) {
 	}{
 		{"deepseek-coder-v2:16b", "high", []string{`refused thought level "high" for model "deepseek-coder-v2:16b"`, `"reasoning_effort": "high"`,
 			"does not support thinking", "--thinking off"}},
+		{"deepseek-r1:8b", "max", []string{`refused thought level "max" for model "deepseek-r1:8b"`, "Thinking to High"}},
 		{"qwen3:8b", "max", []string{`refused thought level "max" for model "qwen3:8b"`, `"reasoning_effort": "xhigh"`,
 			`think value "xhigh" is not supported`, "without --thinking"}},
 	}

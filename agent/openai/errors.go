@@ -386,8 +386,13 @@ func (p *Provider) thinkingRefused(err error, model, level string) error {
 	}
 	sent := thinkingFields(model, level)
 	fix := "set Thinking to Off (the editor's thought_level option) or start dsh-acp with --thinking off"
-	if !agent.IsDeepSeek(model) {
+	switch {
+	case !agent.IsDeepSeek(model):
 		fix = "choose another Thinking level (the editor's thought_level option), or start dsh-acp without --thinking (DSH_THINKING, thinking in config.toml) if this model takes no reasoning_effort"
+	case level == agent.ThinkingMax:
+		// A server that knows no "max" effort (Ollama) may well think at
+		// High: turning thinking off would throw more away than needed.
+		fix = "set Thinking to High, or Off (the editor's thought_level option), or start dsh-acp with --thinking high"
 	}
 	msg := fmt.Sprintf("the model endpoint %s refused thought level %q for model %q (sent as %s; %d %s%s): %s",
 		p.endpoint, level, model, fieldsText(sent), se.status, http.StatusText(se.status), serverMessage(se.message), fix)
