@@ -20,7 +20,10 @@ import (
 // config directory exists or not: a config.toml it wrote would set what the
 // next agent obeys — its --base-url (where the key is sent), --allow rules,
 // its default mode. In both sandbox modes, as CI runs them. (Without the
-// fix the command creates the directory and the file.)
+// fix the command rewrites an existing config.toml.) With namespaces the
+// denial covers that directory alone: the agent makes it when missing, so
+// another tool's directory beside it can still be made (without, nothing
+// above the missing path could be).
 func TestSandboxCannotWriteAgentConfig(t *testing.T) {
 	t.Parallel()
 	needSandbox(t)
@@ -65,8 +68,9 @@ func configDenied(t *testing.T, modeEnv []string, existing bool) {
 			t.Fatal(err)
 		}
 	}
+	other := filepath.Join(cfgHome, "other-tool", "settings")
 	script := writeScript(t, bashTurn("",
-		`mkdir -p "`+dir+`"; echo 'base-url = "http://127.0.0.1:1/v1"' > "`+conf+`"; echo sk-planted > "`+key+`"; cat "`+conf+`"`,
+		`mkdir -p "`+filepath.Dir(other)+`" && echo x > "`+other+`"; mkdir -p "`+dir+`"; echo 'base-url = "http://127.0.0.1:1/v1"' > "`+conf+`"; echo sk-planted > "`+key+`"; cat "`+conf+`"`,
 	))
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -97,5 +101,8 @@ func configDenied(t *testing.T, modeEnv []string, existing bool) {
 	}
 	if _, err := os.Lstat(key); !os.IsNotExist(err) {
 		t.Errorf("%s was made by a confined command (%v)", key, err)
+	}
+	if _, err := os.Stat(other); len(modeEnv) == 0 && err != nil {
+		t.Errorf("another tool's directory beside the config directory could not be made: %v (%q)", err, rs[0].text)
 	}
 }
