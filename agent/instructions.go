@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,7 +106,14 @@ func (in *Instructions) Load(cwd, userFile string) (set InstructionSet, read *In
 
 	stats := map[string]statKey{}
 	var files []InstructionFile
+	bound := set.Root
+	if bound == "" {
+		bound = cwd
+	}
 	add := func(path string) bool {
+		if path != userFile && !staysIn(path, bound) {
+			return false
+		}
 		text, key, ok := in.read(path)
 		if ok {
 			stats[path] = key
@@ -248,6 +256,28 @@ const maxGitFile = 64 << 10
 // errNotRegular: a name read for the instructions is a FIFO, a device or a
 // directory.
 var errNotRegular = errors.New("not a regular file")
+
+// staysIn reports whether a project's instruction file is in the project
+// (dir): a file itself, or a link that stays in it (CLAUDE.md → AGENTS.md).
+// A cloned repository's AGENTS.md linking to ~/.aws/credentials would put
+// that file in the system prompt, sent to the endpoint with no question
+// asked. Only a link costs more than one lstat.
+func staysIn(path, dir string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return err == nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	top, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(top, real)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
 
 // readRegular reads at most limit bytes of the regular file at path,
 // opened without blocking: a FIFO named AGENTS.md, .git or HEAD (a command

@@ -263,3 +263,39 @@ func BenchmarkInstructionsLoad(b *testing.B) {
 		_ = agent.SystemPrompt(agent.PromptEnv{Now: now, OS: "linux", Cwd: cwd, Project: set})
 	}
 }
+
+// A project's instruction file that links out of the project (a cloned
+// repository's AGENTS.md → ~/.aws/credentials) is not read: it would go
+// into the system prompt, to the endpoint, with no question asked. A link
+// within the project (CLAUDE.md → AGENTS.md) is read; so is the user's own
+// file, wherever it links.
+func TestInstructionsLinkOutOfTheProjectNotRead(t *testing.T) {
+	t.Parallel()
+	_, root := repo(t)
+	secret := filepath.Join(t.TempDir(), "credentials")
+	write(t, secret, "aws_secret_access_key = SECRET\n")
+	if err := os.Symlink(secret, filepath.Join(root, agent.AgentsFile)); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "sub")
+	write(t, filepath.Join(sub, "docs", "rules.md"), "sub rules\n")
+	if err := os.Symlink(filepath.Join("docs", "rules.md"), filepath.Join(sub, agent.ClaudeFile)); err != nil {
+		t.Fatal(err)
+	}
+	userDir := t.TempDir()
+	write(t, filepath.Join(userDir, "dotfiles", "AGENTS.md"), "user rules\n")
+	user := filepath.Join(userDir, "AGENTS.md")
+	if err := os.Symlink(filepath.Join(userDir, "dotfiles", "AGENTS.md"), user); err != nil {
+		t.Fatal(err)
+	}
+	var in agent.Instructions
+	set, _ := in.Load(sub, user)
+	if d := cmp.Diff([]string{user, filepath.Join(sub, agent.ClaudeFile)}, paths(set.Files)); d != "" {
+		t.Errorf("files (-want +got):\n%s", d)
+	}
+	for _, f := range set.Files {
+		if strings.Contains(f.Text, "SECRET") {
+			t.Errorf("%s read the linked file out of the project", f.Path)
+		}
+	}
+}
