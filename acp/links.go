@@ -106,8 +106,10 @@ func readInside(path, dir string) (string, error) {
 		return "", errOutside
 	}
 	// Non-blocking: open(2) of a FIFO would wait for a writer for ever,
-	// and the prompt with it, before the check below could refuse it.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// and the prompt with it, before the check below could refuse it. No
+	// link: real is resolved, so one there now was put there after the
+	// check above.
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return "", err
 	}
