@@ -33,6 +33,13 @@ import (
 // not answer fails the command rather than hang the turn.
 const createTimeout = 60 * time.Second
 
+// answerTimeout bounds the helper's answer to a start or a liveness
+// question. The helper answers in milliseconds; none in a minute is an
+// engine that stopped relaying (hung, or an ssh tunnel gone quiet): the
+// tether is cut, which ends everything waiting on the container, and the
+// session's next command gets a new one.
+const answerTimeout = time.Minute
+
 // box is one session's container and the tether to its helper.
 type box struct {
 	d      *Confiner
@@ -103,6 +110,11 @@ func (b *box) make(ctx context.Context) error {
 		if perr := b.d.pull(b.life); perr != nil {
 			return perr
 		}
+		// The pull may have taken most of ctx's time (it has its own):
+		// the creation and the boot get theirs afresh.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(b.life, createTimeout)
+		defer cancel()
 		res, err = b.d.cli.ContainerCreate(ctx, cfg)
 	}
 	if err != nil {
@@ -378,9 +390,17 @@ func (b *box) start(c executor.Confinement, env []string) (executor.Process, err
 		}
 		return nil, fmt.Errorf("docker: send the command to the session's container: %w", err)
 	}
+	b.logger.Debug("command sent to the container", zap.Uint32("id", p.id))
+	timer := time.NewTimer(answerTimeout)
+	defer timer.Stop()
 	select {
 	case <-p.started:
 	case <-b.done:
+	case <-c.Stop:
+		b.abandon(p)
+		return nil, errStopped
+	case <-timer.C:
+		b.silent("start a command")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -454,12 +474,35 @@ func (b *box) query(cmd uint32, session bool) bool {
 		b.mu.Unlock()
 		return false // the tether is cut: nothing of the container is left
 	}
+	timer := time.NewTimer(answerTimeout)
+	defer timer.Stop()
 	select {
 	case alive := <-ch:
 		return alive
 	case <-b.done:
 		return false
+	case <-timer.C:
+		b.silent("say whether a command is alive")
+		return false // the tether is cut: nothing of the container is left
 	}
+}
+
+// silent cuts the tether of a container whose helper did not answer in
+// answerTimeout, and waits until serve saw it: every command of the
+// container is then cut, and its session's next command gets a new one.
+func (b *box) silent(what string) {
+	b.logger.Warn("session container did not answer: its tether is cut", zap.String("asked", what), zap.Duration("waited", answerTimeout))
+	b.conn.Close()
+	<-b.done
+}
+
+// abandon gives up a command stopped (cancelled, its session closing)
+// before the helper said it started: the helper reads frames in order, so
+// the kill sent now ends it as soon as it runs.
+func (b *box) abandon(p *remoteProc) {
+	_ = b.fw.write(kindSignal, p.id, []byte{byte(unix.SIGKILL), 1})
+	b.forget(p.id)
+	p.closeFiles()
 }
 
 // end cuts the tether the clean way: the helper sees its stdin end, ends

@@ -255,6 +255,13 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 	}
 	d.mu.Unlock()
 	select {
+	case <-c.Stop:
+		// Stopped already: not sent, even if the container is ready
+		// (select would pick either at random).
+		return nil, errStopped
+	default:
+	}
+	select {
 	case <-b.ready:
 	case <-c.Stop:
 		// The container goes on being made for the session's next command.

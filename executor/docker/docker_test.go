@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/docker"
@@ -665,5 +666,52 @@ func TestContainerGoneIsReplaced(t *testing.T) {
 	}
 	if now := s.containers(t); now == "" || now == id {
 		t.Errorf("containers %q; want a new one, not %s", now, id)
+	}
+}
+
+// A container that stops answering once it is made (frozen here with
+// docker pause; for a user, a hung engine or an ssh tunnel gone quiet)
+// holds a command only until it is cancelled: the start already sent is
+// given up (the helper kills it should it ever run), the turn goes on.
+func TestFrozenContainerHoldsNothing(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zap.DebugLevel)
+	s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Logger = zap.New(core) })
+	s.runCmd(t, "s", "true")
+	id := s.containers(t)
+	if out, err := exec.Command("docker", "pause", id).CombinedOutput(); err != nil {
+		t.Fatalf("docker pause: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "unpause", id).Run() })
+	const sentMsg = "command sent to the container"
+	before := logs.FilterMessage(sentMsg).Len()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.ex.Run(ctx, executor.Spec{Command: "true", Owner: "s", Root: s.cwd})
+		errc <- err
+	}()
+	// Cancelled once the start was sent: the wait for the helper's answer
+	// is what is tested.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	waitSent := time.NewTimer(time.Minute)
+	defer waitSent.Stop()
+	for logs.FilterMessage(sentMsg).Len() == before {
+		select {
+		case <-tick.C:
+		case <-waitSent.C:
+			t.Fatal("the command was never sent")
+		}
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, executor.ErrAborted) {
+			t.Errorf("error %v; want ErrAborted", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a cancelled command is still waiting for its frozen container")
 	}
 }
