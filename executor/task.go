@@ -21,7 +21,10 @@ type task struct {
 	command string
 	workdir string
 	started time.Time
-	p       *proc // nil when the command could not start
+	p       *proc // nil until started, and when the command could not start
+	// stopStart ends the start while it waits (for a container being
+	// made): a kill of a task not started yet is that.
+	stopStart context.CancelFunc
 
 	// mu guards status.
 	mu     sync.Mutex
@@ -43,6 +46,13 @@ func (t *task) info() TaskInfo {
 // command cannot start, the task is recorded as Failed, its end is
 // delivered to subscribers, and Start returns the id with the error.
 func (l *Local) Start(spec Spec) (string, error) {
+	return l.StartContext(context.Background(), spec)
+}
+
+// StartContext is Start whose start — not the task — ends with ctx: a
+// start waiting for its container is given up when the turn that asked
+// for it is cancelled. Once started, the task is ctx's no more.
+func (l *Local) StartContext(ctx context.Context, spec Spec) (string, error) {
 	spec.Timeout = 0 // background tasks have none; do not let resolve judge it
 	spec, err := l.resolve(spec)
 	if err != nil {
@@ -68,14 +78,16 @@ func (l *Local) Start(spec Spec) (string, error) {
 	}
 	id := "bash-" + strconv.FormatInt(num, 10)
 	marker := l.ownMarker("TASK")
-	t := &task{id: id, owner: spec.Owner, command: spec.Command, workdir: spec.Workdir, started: time.Now(), status: Status{State: Running}}
+	sctx, stopStart := context.WithCancel(ctx)
+	defer stopStart()
+	t := &task{id: id, owner: spec.Owner, command: spec.Command, workdir: spec.Workdir, started: time.Now(), status: Status{State: Running}, stopStart: stopStart}
 	l.tasks[id] = t
 	// Counted before the lock is released so Close waits for this task's
 	// end to be delivered, whatever happens next.
 	l.wg.Add(1)
 	l.mu.Unlock()
 
-	p, err := l.spawn(context.Background(), spec, id, l.opts.UnreadBytes, marker)
+	p, err := l.spawn(sctx, spec, id, l.opts.UnreadBytes, marker)
 	if err != nil {
 		st := Status{State: Failed, Err: err}
 		t.mu.Lock()
@@ -174,8 +186,13 @@ func (l *Local) Kill(id string) (KillResult, error) {
 	}
 	st := t.getStatus()
 	p := t.proc()
-	if st.State != Running || p == nil {
+	switch {
+	case st.State != Running:
 		return KillResult{AlreadyFinished: true, Status: st}, nil
+	case p == nil:
+		// Still starting: the start is given up, and the task ends failed.
+		t.stopStart()
+		return KillResult{Status: st}, nil
 	}
 	p.terminate(false)
 	return KillResult{Status: t.getStatus()}, nil
@@ -216,8 +233,13 @@ func (l *Local) KillOwned(owner string) int {
 	}
 	n := 0
 	for _, t := range mine {
-		p := t.proc()
-		if p != nil && t.getStatus().State == Running && p.terminate(false) {
+		if t.getStatus().State != Running {
+			continue
+		}
+		if p := t.proc(); p == nil {
+			t.stopStart() // still starting
+			n++
+		} else if p.terminate(false) {
 			n++
 		}
 	}

@@ -121,7 +121,7 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 	raw.Sandboxed = spec.Sandboxed
 	mark := measure(t.changes, caller)
 	if args.Background {
-		return t.start(caller, spec, raw, mark)
+		return t.start(ctx, caller, spec, raw, mark)
 	}
 	if live != nil {
 		spec.Observe = func(s executor.Stream, p []byte, spill string) {
@@ -175,10 +175,11 @@ func (t *bashTool) runResult(ctx context.Context, args bashArgs, raw RawOutput, 
 }
 
 // start launches a background task. A task that cannot start is an error
-// result, like a foreground spawn failure.
-func (t *bashTool) start(caller tools.Caller, spec executor.Spec, raw RawOutput, mark *changes.Mark) tools.Result {
+// result, like a foreground spawn failure. ctx (the call's) bounds only
+// the start: a cancelled turn does not wait for a container being made.
+func (t *bashTool) start(ctx context.Context, caller tools.Caller, spec executor.Spec, raw RawOutput, mark *changes.Mark) tools.Result {
 	spec.Observe = nil
-	id, err := t.runner.Start(spec)
+	id, err := t.runner.StartContext(ctx, spec)
 	if err == nil {
 		t.pending.add(id, caller.SessionID, mark)
 	} else {

@@ -43,7 +43,7 @@ const (
 // background. The executor resolves each spec (workdir, timeout) itself.
 type Runner interface {
 	Run(ctx context.Context, spec executor.Spec) (executor.Result, error)
-	Start(spec executor.Spec) (string, error)
+	StartContext(ctx context.Context, spec executor.Spec) (string, error)
 }
 
 // Tasks is what bash_output and bash_kill do to a background task.

@@ -74,7 +74,7 @@ func (f *fakeExec) Run(ctx context.Context, spec executor.Spec) (executor.Result
 	return executor.Result{Workdir: spec.Workdir, Timeout: spec.Timeout}, nil
 }
 
-func (f *fakeExec) Start(spec executor.Spec) (string, error) {
+func (f *fakeExec) StartContext(_ context.Context, spec executor.Spec) (string, error) {
 	f.mu.Lock()
 	f.starts = append(f.starts, spec)
 	f.next++

@@ -1,6 +1,7 @@
 package bashtool_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -77,8 +78,8 @@ type endsFirst struct {
 	told chan string
 }
 
-func (e endsFirst) Start(spec executor.Spec) (string, error) {
-	id, err := e.Local.Start(spec)
+func (e endsFirst) StartContext(ctx context.Context, spec executor.Spec) (string, error) {
+	id, err := e.Local.StartContext(ctx, spec)
 	if err == nil {
 		<-e.told
 	}
