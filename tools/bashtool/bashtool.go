@@ -187,7 +187,7 @@ func (s *Set) Forget(sessionID string) {
 // unowned task has nobody to tell, and a Failed one was already reported as
 // an error result when it was started.
 func (s *Set) taskEnded(end executor.TaskEnd) {
-	s.pending.ended(end.ID, end.Status.State != executor.Failed)
+	s.pending.ended(end.Owner, end.ID, end.Status.State != executor.Failed)
 	if end.Owner == "" || end.Status.State == executor.Failed {
 		return
 	}

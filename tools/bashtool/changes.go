@@ -175,7 +175,7 @@ func jsonLen(s string) int {
 type pendingChanges struct {
 	// measured: commands' changes are measured (diffs are on).
 	measured bool
-	// mu guards tasks, told and early.
+	// mu guards tasks, told, early and starting.
 	mu    sync.Mutex
 	tasks map[string]*taskChanges
 	// told are, by owner, the tasks whose end a notice reported, in order.
@@ -185,11 +185,47 @@ type pendingChanges struct {
 	// can overtake the answer to its start), with their notice if one was
 	// told; add takes them.
 	early map[string]*earlyEnd
+	// starting counts, by owner, the starts under way (add not called
+	// yet): only then can an end come before its add, so only then is an
+	// early end kept.
+	starting map[string]int
 }
 
 // earlyEnd is a task's end seen before add: the notice told of it, if any.
 type earlyEnd struct {
-	told *toldTask
+	owner string
+	told  *toldTask
+}
+
+// beginStart counts a start of owner's under way, until endStart.
+func (p *pendingChanges) beginStart(owner string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.starting == nil {
+		p.starting = map[string]int{}
+	}
+	p.starting[owner]++
+}
+
+// endStart ends a start counted by beginStart, after its add. Once none of
+// owner's is under way, an early end add did not take is nobody's.
+func (p *pendingChanges) endStart(owner string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.starting[owner]--; p.starting[owner] > 0 {
+		return
+	}
+	delete(p.starting, owner)
+	p.dropEarly(owner)
+}
+
+// dropEarly drops owner's early ends. p.mu must be held.
+func (p *pendingChanges) dropEarly(owner string) {
+	for id, e := range p.early {
+		if e.owner == owner {
+			delete(p.early, id)
+		}
+	}
 }
 
 // toldTask is a task whose end a completion notice reported.
@@ -300,15 +336,16 @@ func (p *pendingChanges) add(id, owner string, m *changes.Mark) {
 	}
 }
 
-// ended measures a task that just ended; a task that never ran is dropped.
-func (p *pendingChanges) ended(id string, ran bool) {
+// ended measures owner's task that just ended; a task that never ran is
+// dropped.
+func (p *pendingChanges) ended(owner, id string, ran bool) {
 	p.mu.Lock()
 	t := p.tasks[id]
-	if t == nil && ran && p.measured {
+	if t == nil && ran && p.measured && p.starting[owner] > 0 {
 		if p.early == nil {
 			p.early = map[string]*earlyEnd{}
 		}
-		p.early[id] = &earlyEnd{}
+		p.early[id] = &earlyEnd{owner: owner}
 	}
 	p.mu.Unlock()
 	if t == nil {
@@ -344,4 +381,5 @@ func (p *pendingChanges) forget(owner string) {
 		}
 	}
 	delete(p.told, owner)
+	p.dropEarly(owner)
 }
