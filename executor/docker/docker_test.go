@@ -453,7 +453,7 @@ func TestSSHEngine(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
 	for _, l := range lines {
 		pid, args, _ := strings.Cut(l, " ")
-		if want := "-o BatchMode=yes -o ConnectTimeout=30 -T -l tester -p 2222 -- engine-host docker system dial-stdio"; args != want {
+		if want := "-o BatchMode=yes -o ConnectTimeout=30 -o ServerAliveInterval=15 -o ServerAliveCountMax=3 -T -l tester -p 2222 -- engine-host docker system dial-stdio"; args != want {
 			t.Errorf("ssh args %q; want %q", args, want)
 		}
 		n, _ := strconv.Atoi(pid)

@@ -36,8 +36,10 @@ func newSSHDialer(host, ssh string) (*sshDialer, error) {
 		ssh = "ssh"
 	}
 	// BatchMode: an agent started by an editor has nobody to type a
-	// password; ssh fails at once instead of waiting.
-	args := []string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=30", "-T"}
+	// password; ssh fails at once instead of waiting. ServerAlive: a
+	// connection gone quiet (a network change, a laptop's sleep) ends in
+	// under a minute, and with it what waits on it, rather than never.
+	args := []string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=30", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3", "-T"}
 	if u.User != nil {
 		args = append(args, "-l", u.User.Username())
 	}
