@@ -119,8 +119,8 @@ func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv e
 	noColor := getenv("NO_COLOR") != ""
 	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: !noColor && isTerminal(stdout), hint: stderr}
 	if !cfg.yes {
-		if in := answerFrom(stdin, stderr); in != nil {
-			p.asker = &terminalAsker{in: in, out: stderr, color: !noColor && isTerminal(stderr)}
+		if in, out := answerFrom(stdin, stderr); in != nil {
+			p.asker = &terminalAsker{in: in, out: out, color: !noColor && isTerminal(out)}
 		}
 	}
 	if isTerminal(stderr) {
@@ -337,27 +337,37 @@ func findStored(ctx context.Context, conn *acpsdk.ClientSideConnection, id strin
 	}
 }
 
-// answerFrom is where a person's answers are read: stdin when it is a
-// terminal; else, when the prompt came down a pipe but a person watches
-// stderr on a terminal (cat task.md | dsh-acp exec), the process's own
-// terminal, as ssh and git ask for a password. Nil when there is no one to
-// ask. The terminal stays open for the rest of the run (see startReader).
-func answerFrom(stdin io.Reader, stderr io.Writer) *os.File {
-	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
-		return f
+// answerFrom is where a person's answers are read (in) and the question
+// is asked (out): stdin and stderr when both are terminals; else, as ssh
+// and git ask for a password, the process's own terminal for what is not
+// one — the prompt came down a pipe (cat task.md | dsh-acp exec), or
+// stderr goes to a file (2>log) where the question would go unseen. Nil
+// when there is no one to ask. The terminal stays open for the rest of
+// the run (see startReader).
+func answerFrom(stdin io.Reader, stderr io.Writer) (in *os.File, out io.Writer) {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return nil, nil
 	}
-	if _, ok := stdin.(*os.File); !ok || !isTerminal(stderr) {
-		return nil
+	inTerm, errTerm := isTerminal(f), isTerminal(stderr)
+	if inTerm && errTerm {
+		return f, stderr
 	}
-	tty, err := os.Open("/dev/tty")
+	if !inTerm && !errTerm {
+		return nil, nil
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	if !isTerminal(tty) {
 		tty.Close()
-		return nil
+		return nil, nil
 	}
-	return tty
+	if inTerm {
+		return f, tty
+	}
+	return tty, stderr
 }
 
 // isTerminal reports a stream that is a terminal (not merely a character

@@ -272,3 +272,44 @@ func TestExecPipedPromptAsksOnTerminal(t *testing.T) {
 		t.Errorf("the command did not run after [y]; stdout:\n%s", out.String())
 	}
 }
+
+// With stderr going to a file (2>log) and the prompt typed at a terminal,
+// the question is asked on the terminal, not into the file, where nobody
+// would see it and the run would seem to hang.
+func TestExecStderrRedirectedAsksOnTerminal(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	script := writeScript(t, bashCall("", "echo asked-despite-2-redirect"), `{"text":"Done."}`)
+	term := newTerminal(t)
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "stderr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	var out bytes.Buffer
+	cmd := exec.Command(binPath, "exec", "--script", script, "--cwd", t.TempDir(), "say hi")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm", "NO_COLOR=1", "DSH_STATE_DIR=" + t.TempDir()}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = term.tty, &out, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	if shown := term.waitFor(ctx, "[n] no "); !strings.Contains(shown, "Run echo asked-despite-2-redirect?") {
+		t.Errorf("the question lacks the command:\n%q", shown)
+	}
+	term.typeLine("y")
+	if code := waitExit(ctx, t, done); code != 0 {
+		b, _ := os.ReadFile(logFile.Name())
+		t.Fatalf("exit %d\nterminal: %q\nstdout: %q\nstderr: %q", code, term.shown(), out.String(), b)
+	}
+	if !strings.Contains(out.String(), "asked-despite-2-redirect\n") {
+		t.Errorf("the command did not run after [y]; stdout:\n%s", out.String())
+	}
+}
