@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/acp/wire"
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // maxResourceText bounds the text of one resource the model is given with
@@ -94,30 +94,16 @@ var errOutside = errors.New("outside the session's directory")
 // symlinks are resolved, up to one byte past maxResourceText (so the
 // caller can tell it was cut).
 func readInside(path, dir string) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", err
-	}
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", err
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	real, ok := untrusted.Within(path, dir)
+	if !ok {
+		if _, err := os.Stat(path); err != nil {
+			return "", err
+		}
 		return "", errOutside
 	}
-	// Non-blocking: open(2) of a FIFO would wait for a writer for ever,
-	// and the prompt with it, before the check below could refuse it. No
-	// link: real is resolved, so one there now was put there after the
-	// check above.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("not a regular file: %s", real)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxResourceText+1))
+	// A FIFO would hang the prompt. No link: real is resolved, so one
+	// there now was put there after the check above.
+	b, err := untrusted.Read(real, syscall.O_NOFOLLOW, maxResourceText+1)
 	if err != nil {
 		return "", err
 	}

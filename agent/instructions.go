@@ -1,18 +1,16 @@
 package agent
 
 import (
-	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/changes"
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // MaxInstructions bounds the project instructions put in the system prompt,
@@ -147,8 +145,10 @@ func (in *Instructions) read(path string) (string, statKey, bool) {
 		return c.text, key, true
 	}
 	// Past MaxInstructions a file is cut anyway (see cut): a huge one
-	// costs no more than that.
-	b, err := readRegular(path, MaxInstructions+utf8.UTFMax)
+	// costs no more than that. Untrusted: a FIFO named AGENTS.md, .git or
+	// HEAD (a command in the project can make one) must not hang every
+	// prompt, nor a link to /dev/zero fill memory.
+	b, err := untrusted.Read(path, 0, MaxInstructions+utf8.UTFMax)
 	if err != nil {
 		delete(in.cache, path)
 		return "", statKey{}, false
@@ -253,10 +253,6 @@ func chain(cwd, root string) []string {
 // maxGitFile bounds what is read of a .git file or a HEAD: a path or a ref.
 const maxGitFile = 64 << 10
 
-// errNotRegular: a name read for the instructions is a FIFO, a device or a
-// directory.
-var errNotRegular = errors.New("not a regular file")
-
 // staysIn reports whether a project's instruction file is in the project
 // (dir): a file itself, or a link that stays in it (CLAUDE.md → AGENTS.md).
 // A cloned repository's AGENTS.md linking to ~/.aws/credentials would put
@@ -267,36 +263,8 @@ func staysIn(path, dir string) bool {
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return err == nil
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return false
-	}
-	top, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false
-	}
-	rel, err := filepath.Rel(top, real)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// readRegular reads at most limit bytes of the regular file at path,
-// opened without blocking: a FIFO named AGENTS.md, .git or HEAD (a command
-// in the project can make one) must not hang every prompt, nor a link to
-// /dev/zero fill memory.
-func readRegular(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
+	_, ok := untrusted.Within(path, dir)
+	return ok
 }
 
 // gitHead reads the branch of the repository at root from its HEAD file,
@@ -307,7 +275,7 @@ func gitHead(root string) (branch, detached string) {
 		return "", ""
 	}
 	gitDir := filepath.Join(root, ".git")
-	if b, err := readRegular(gitDir, maxGitFile); err == nil {
+	if b, err := untrusted.Read(gitDir, 0, maxGitFile); err == nil {
 		// A file: "gitdir: <path>".
 		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 		if !ok {
@@ -319,7 +287,7 @@ func gitHead(root string) (branch, detached string) {
 		}
 		gitDir = p
 	}
-	b, err := readRegular(filepath.Join(gitDir, "HEAD"), maxGitFile)
+	b, err := untrusted.Read(filepath.Join(gitDir, "HEAD"), 0, maxGitFile)
 	if err != nil {
 		return "", ""
 	}

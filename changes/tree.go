@@ -11,13 +11,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // racyWindow: a file whose mtime is this close to a walk may still be
@@ -603,16 +604,8 @@ const maxIgnoreFile = 1 << 20
 // walk, and every command's end with it, for ever; a link to /dev/zero
 // would never end) or is over maxIgnoreFile.
 func readPatterns(file string, domain []string) []gitignore.Pattern {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreFile {
-		return nil
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreFile))
-	if err != nil {
+	data, err := untrusted.Read(file, 0, maxIgnoreFile+1)
+	if err != nil || len(data) > maxIgnoreFile {
 		return nil
 	}
 	var ps []gitignore.Pattern

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/moby/moby/client"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // dockerContext is the engine a docker CLI context names (`docker context
@@ -55,7 +55,7 @@ func currentContext(getenv func(string) string) (c dockerContext, ok bool, err e
 	sum := sha256.Sum256([]byte(name))
 	id := hex.EncodeToString(sum[:])
 	metaPath := filepath.Join(dir, "contexts", "meta", id, "meta.json")
-	b, err := readConfigFile(metaPath)
+	b, err := untrusted.Read(metaPath, 0, maxConfigFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, false, fmt.Errorf("docker: context %q (from %s) does not exist: no %s (docker context ls lists them)", name, from, metaPath)
 	}
@@ -98,7 +98,7 @@ func (c dockerContext) tlsOpt() client.Opt {
 // configContext is the currentContext of the docker CLI's config file; ""
 // when the file or the field is not there.
 func configContext(path string) (string, error) {
-	b, err := readConfigFile(path)
+	b, err := untrusted.Read(path, 0, maxConfigFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -115,21 +115,7 @@ func configContext(path string) (string, error) {
 }
 
 // maxConfigFile bounds a docker CLI file read (config.json, a context's
-// meta.json: a few KiB each).
+// meta.json: a few KiB each). They are read as untrusted: a FIFO or a link
+// to /dev/zero there (a container's command can write the user's home)
+// must not hold the agent's start.
 const maxConfigFile = 1 << 20
-
-// readConfigFile reads a docker CLI file as os.ReadFile would, but only a
-// regular one, opened without blocking and read to maxConfigFile: a FIFO
-// or a link to /dev/zero there (a container's command can write the
-// user's home) must not hold the agent's start.
-func readConfigFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	return io.ReadAll(io.LimitReader(f, maxConfigFile))
-}

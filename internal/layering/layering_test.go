@@ -55,14 +55,18 @@ var forbidden = map[string][]string{
 	"internal/mockllm":  {module},
 	// The engine finder for tests builds the binary; it imports nothing of ours.
 	"internal/dockertest": {module},
+	// How files the agent did not write are read: below everything.
+	"internal/untrusted": {module},
 }
 
 // allowed are the exceptions to forbidden: what a package may import
-// although a rule above covers it. Both read the process table, which only
-// executor/proctab does.
+// although a rule above covers it. The first two read the process table,
+// which only executor/proctab does; changes reads ignore files as
+// untrusted.
 var allowed = map[string][]string{
 	"executor/agentdir": {module + "executor/proctab"},
 	"internal/testutil": {module + "executor/proctab"},
+	"changes":           {module + "internal/untrusted"},
 }
 
 // forbiddenImports maps a package to packages it must not import directly

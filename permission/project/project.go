@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // FileName is the rules file inside the state directory.
@@ -142,29 +144,12 @@ func (r *Rules) Remove(rule Rule) error {
 // hundred KB.
 const maxFileBytes = 4 << 20
 
-// errNotRegular: the rules file's name (or its lock's) is a link, a FIFO or
-// a device. It is in the state directory, which a command may reach; a
-// link there is never followed, a FIFO never blocks a permission check.
-var errNotRegular = errors.New("not a regular file")
-
-// openRegular opens path without following a link or blocking on a FIFO,
-// and returns it only if it is a regular file.
+// openRegular opens path as untrusted, never following a link: the rules
+// file (and its lock) is in the state directory, which a command may
+// reach; a link there is never followed, a FIFO never blocks a permission
+// check.
 func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
-	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENXIO) || errors.Is(err, syscall.EISDIR) {
-		return nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = &os.PathError{Op: "open", Path: path, Err: errNotRegular}
-		}
-		return nil, err
-	}
-	return f, nil
+	return untrusted.Open(path, flag|syscall.O_NOFOLLOW, perm)
 }
 
 // readFile reads the rules file: a regular file of at most maxFileBytes.

@@ -1,13 +1,14 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // The store's directories can be reached by what the user's commands do
@@ -18,34 +19,11 @@ import (
 
 // errNotRegular: a name of the store's is a link, a FIFO, a device or a
 // directory. Callers wrap it in ErrForeign: it is not ours.
-var errNotRegular = errors.New("not a regular file")
+var errNotRegular = untrusted.ErrNotRegular
 
-// openRegular opens path without following a link and without blocking
-// (a FIFO would block open(2) until a writer comes), and returns it only if
-// it is a regular file.
+// openRegular opens path as untrusted, never following a link.
 func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK, perm)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EISDIR) {
-			// ELOOP: a link (O_NOFOLLOW); ENXIO: a FIFO opened for writing
-			// with no reader, or a socket; EISDIR: a directory opened for
-			// writing.
-			return nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
-		}
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
-	}
-	// O_NONBLOCK means nothing to a regular file's reads and writes; it
-	// was only for the open.
-	return f, nil
+	return untrusted.Open(path, flag|unix.O_NOFOLLOW, perm)
 }
 
 // readLimited reads the regular file at path (see openRegular), failing

@@ -1,0 +1,69 @@
+//go:build unix
+
+package untrusted_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
+)
+
+func TestReadRefusesWhatIsNotAFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file, fifo, link := filepath.Join(dir, "f"), filepath.Join(dir, "fifo"), filepath.Join(dir, "link")
+	if err := os.WriteFile(file, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := untrusted.Read(file, 0, 4); err != nil || string(b) != "0123" {
+		t.Errorf("Read with a limit = %q, %v; want 0123", b, err)
+	}
+	// Would block for ever without O_NONBLOCK: no writer ever comes.
+	if _, err := untrusted.Read(fifo, 0, 4); !errors.Is(err, untrusted.ErrNotRegular) {
+		t.Errorf("Read of a FIFO: %v; want ErrNotRegular", err)
+	}
+	if _, err := untrusted.Open(fifo, os.O_WRONLY, 0); !errors.Is(err, untrusted.ErrNotRegular) {
+		t.Errorf("Open of a FIFO for writing: %v; want ErrNotRegular", err)
+	}
+	if b, err := untrusted.Read(link, 0, 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("Read through a link = %q, %v; want it followed", b, err)
+	}
+	if _, err := untrusted.Read(link, syscall.O_NOFOLLOW, 10); !errors.Is(err, untrusted.ErrNotRegular) {
+		t.Errorf("Read of a link with O_NOFOLLOW: %v; want ErrNotRegular", err)
+	}
+	if _, err := untrusted.Read(dir, 0, 10); !errors.Is(err, untrusted.ErrNotRegular) {
+		t.Errorf("Read of a directory: %v; want ErrNotRegular", err)
+	}
+}
+
+func TestWithin(t *testing.T) {
+	t.Parallel()
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("in", filepath.Join(dir, "to-in")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "to-out")); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"in": true, "to-in": true, "to-out": false, "missing": false} {
+		if _, ok := untrusted.Within(filepath.Join(dir, name), dir); ok != want {
+			t.Errorf("Within(%s) = %v, want %v", name, ok, want)
+		}
+	}
+}
