@@ -286,8 +286,8 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 	return a, nil
 }
 
-// confiner is where commands run (see chooseConfiner); cleanup closes it
-// until the executor owns it.
+// confiner is where commands run (see chooseConfiner); startExecutor
+// hands it to the executor, which closes it.
 func (a *app) confiner(cfg *config, limits executor.Limits) (confine executor.Confiner, all bool, offered func() bool, err error) {
 	sb, err := startSandbox(cfg, a.log, agentFiles(cfg, a.store != nil))
 	if err != nil {
@@ -297,7 +297,6 @@ func (a *app) confiner(cfg *config, limits executor.Limits) (confine executor.Co
 	if err != nil {
 		return nil, false, nil, err
 	}
-	a.cleanup.push(confine.Close)
 	return confine, all, offered, nil
 }
 
@@ -321,7 +320,7 @@ func (a *app) newSessions(cfg *config, offered func() bool) {
 }
 
 // startExecutor makes the executor over confine, which it then owns (its
-// Close closes confine).
+// Close closes confine); if it cannot, confine is closed here.
 func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executor.Confiner, confineAll bool) error {
 	opts := executor.Options{
 		Limits:   limits,
@@ -355,9 +354,8 @@ func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executo
 	}
 	ex, err := executor.NewLocal(opts)
 	if err != nil {
-		return fmt.Errorf("start executor: %w", err)
+		return errors.Join(fmt.Errorf("start executor: %w", err), confine.Close())
 	}
-	a.cleanup.handOver()
 	if names := append(slices.Clone(droppedAtStart), ex.Withheld()...); len(names) > 0 {
 		slices.Sort(names)
 		// Warn, so it shows at the default level: a user whose build
@@ -433,10 +431,6 @@ func (a *app) endCommands() {
 type cleanup []func() error
 
 func (c *cleanup) push(fns ...func() error) { *c = append(*c, fns...) }
-
-// handOver takes the last closer pushed off the stack unrun: what it
-// closes has an owner now that closes it.
-func (c *cleanup) handOver() { *c = (*c)[:len(*c)-1] }
 
 // run calls every closer, the last pushed first, and empties the stack.
 func (c *cleanup) run() error {

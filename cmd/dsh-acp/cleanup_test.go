@@ -17,8 +17,6 @@ func TestCleanupStack(t *testing.T) {
 	errB := errors.New("b failed")
 	var c cleanup
 	c.push(closer("log", nil), closer("watchdog", errB))
-	c.push(closer("confiner", nil))
-	c.handOver() // the executor owns the confiner now
 	c.push(closer("executor", nil), closer("tools", nil))
 	if err := c.run(); !errors.Is(err, errB) {
 		t.Errorf("run: %v, want the watchdog's error", err)
