@@ -244,10 +244,11 @@ func (a *app) modelAnswered(id string) bool {
 }
 
 // execPrompt runs the prompt in a new or resumed session. A new session
-// whose prompt failed before the model answered anything (es.answered),
-// or was a slash command the agent answered alone, is deleted: there is
-// nothing in it to resume, and a failing key or endpoint would otherwise
-// leave one stored session per try.
+// that holds nothing of the model's (es.answered) is deleted — the prompt
+// failed or was cancelled before the model answered, or it was a slash
+// command the agent answered alone: there is nothing in it to resume, and
+// a failing key or endpoint would otherwise leave one stored session per
+// try.
 func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}) (acpsdk.PromptResponse, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
@@ -279,10 +280,7 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 		SessionId: sess.SessionId,
 		Prompt:    []acpsdk.ContentBlock{acpsdk.TextBlock(cfg.prompt)},
 	})
-	// A slash command (/plan, /tasks) on a new session is answered by the
-	// agent alone: the session holds nothing to resume either.
-	_, _, command := agent.ParseCommand(cfg.prompt)
-	if cfg.resume == "" && (command || err != nil && !es.answered(string(sess.SessionId))) {
+	if cfg.resume == "" && !es.answered(string(sess.SessionId)) {
 		_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
 	}
 	if err != nil {
