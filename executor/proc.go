@@ -467,13 +467,12 @@ func (p *proc) signal(sig unix.Signal) {
 		p.l.logger.Warn("signal process group", zap.Int("pgid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 	}
 	if !p.termAt.IsZero() && !p.byClose {
-		if _, err := proctab.SignalSession(p.pgid, sig); err != nil {
-			p.l.logger.Warn("signal session", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
-		}
+		var markers []string
 		if p.marker != "" {
-			if _, err := proctab.SignalMarked(p.marker, p.pgid, sig); err != nil {
-				p.l.logger.Warn("signal marked processes", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
-			}
+			markers = []string{p.marker}
+		}
+		if _, err := proctab.SignalSession(p.pgid, sig, markers...); err != nil {
+			p.l.logger.Warn("signal session", zap.Int("sid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 		}
 	}
 }

@@ -184,18 +184,22 @@ func (l *Local) Kill(id string) (KillResult, error) {
 	if err != nil {
 		return KillResult{}, err
 	}
-	st := t.getStatus()
-	p := t.proc()
-	switch {
-	case st.State != Running:
+	if st := t.getStatus(); st.State != Running {
 		return KillResult{AlreadyFinished: true, Status: st}, nil
-	case p == nil:
-		// Still starting: the start is given up, and the task ends failed.
-		t.stopStart()
-		return KillResult{Status: st}, nil
 	}
-	p.terminate(false)
+	t.end()
 	return KillResult{Status: t.getStatus()}, nil
+}
+
+// end ends a running task: its process group, or, while it is still
+// starting, its start (the task then ends failed). It reports whether it
+// signalled anything.
+func (t *task) end() bool {
+	if p := t.proc(); p != nil {
+		return p.terminate(false)
+	}
+	t.stopStart()
+	return true
 }
 
 // KillOwned ends what a closing owner (a session) leaves behind: it kills
@@ -233,13 +237,7 @@ func (l *Local) KillOwned(owner string) int {
 	}
 	n := 0
 	for _, t := range mine {
-		if t.getStatus().State != Running {
-			continue
-		}
-		if p := t.proc(); p == nil {
-			t.stopStart() // still starting
-			n++
-		} else if p.terminate(false) {
+		if t.getStatus().State == Running && t.end() {
 			n++
 		}
 	}

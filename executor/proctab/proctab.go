@@ -46,11 +46,13 @@ func groups(ps []Proc, sessions map[int]bool) map[int]bool {
 
 // SignalSession sends sig to every process group of session sid that has a
 // live member, except the leader's own group (pgid == sid), which the caller
-// signals directly, and SIGCONT after SIGTERM (a stopped process would hold
-// the SIGTERM pending until continued). It returns how many groups it
-// signalled. A process group never spans sessions, so no group outside sid
-// is touched.
-func SignalSession(sid int, sig unix.Signal) (int, error) {
+// signals directly, and to every other live process whose environment
+// holds one of markers (what left the session: none found on macOS, see
+// FindMarked), each once; SIGCONT follows SIGTERM (a stopped process would
+// hold the SIGTERM pending until continued). It returns how many groups
+// and marked processes it signalled. A process group never spans
+// sessions, so no group outside sid is touched.
+func SignalSession(sid int, sig unix.Signal, markers ...string) (int, error) {
 	if sid <= 1 {
 		return 0, fmt.Errorf("signal session %d: not a command's session", sid)
 	}
@@ -59,10 +61,21 @@ func SignalSession(sid int, sig unix.Signal) (int, error) {
 		return 0, err
 	}
 	n := 0
-	for pgid := range groups(ps, map[int]bool{sid: true}) {
+	gs := groups(ps, map[int]bool{sid: true})
+	for pgid := range gs {
 		if pgid != sid && SignalGroup(pgid, sig) {
 			n++
 		}
+	}
+	// The session's groups were signalled: a process there must not get
+	// sig twice (a trap would run twice).
+	for _, m := range FindMarked(ps, markers, gs) {
+		m.Signal(sig)
+		if sig == unix.SIGTERM {
+			m.Signal(unix.SIGCONT)
+		}
+		m.Close()
+		n++
 	}
 	return n, nil
 }
@@ -105,27 +118,6 @@ func GroupAlive(pgid int) bool {
 		}
 	}
 	return false
-}
-
-// SignalMarked sends sig (and SIGCONT after SIGTERM) to every live process
-// whose environment holds marker but that is not in session sid (the
-// caller signals the session's groups itself: a process must not get sig
-// twice, a trap would run twice), and returns how many it signalled (none
-// on macOS: see FindMarked).
-func SignalMarked(marker string, sid int, sig unix.Signal) (int, error) {
-	ps, err := List()
-	if err != nil {
-		return 0, err
-	}
-	marked := FindMarked(ps, []string{marker}, groups(ps, map[int]bool{sid: true}))
-	for _, m := range marked {
-		m.Signal(sig)
-		if sig == unix.SIGTERM {
-			m.Signal(unix.SIGCONT)
-		}
-		m.Close()
-	}
-	return len(marked), nil
 }
 
 // SessionOrMarkedAlive reports, in one walk of the table, whether session
