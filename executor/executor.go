@@ -66,6 +66,11 @@ type Spec struct {
 	// must return quickly, must not block and must not keep p after
 	// returning.
 	Observe func(s Stream, p []byte, spill string)
+	// Registered, if set, is called with a background task's id once the
+	// task is recorded and before its command starts: the caller knows
+	// the id before the task can end (its end reaches the subscribers on
+	// a goroutine of its own, which may run before Start returned).
+	Registered func(id string)
 	// Sandboxed runs the command confined by the executor's Confiner
 	// (Options.Confine); without one the command fails to start
 	// (ErrNoSandbox). False runs it unconfined, unless the executor

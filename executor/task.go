@@ -86,6 +86,9 @@ func (l *Local) StartContext(ctx context.Context, spec Spec) (string, error) {
 	// end to be delivered, whatever happens next.
 	l.wg.Add(1)
 	l.mu.Unlock()
+	if spec.Registered != nil {
+		spec.Registered(id)
+	}
 
 	p, err := l.spawn(sctx, spec, id, l.opts.UnreadBytes, marker)
 	if err != nil {

@@ -179,14 +179,16 @@ func (t *bashTool) runResult(ctx context.Context, args bashArgs, raw RawOutput, 
 // the start: a cancelled turn does not wait for a container being made.
 func (t *bashTool) start(ctx context.Context, caller tools.Caller, spec executor.Spec, raw RawOutput, mark *changes.Mark) tools.Result {
 	spec.Observe = nil
-	t.pending.beginStart(caller.SessionID)
-	id, err := t.runner.StartContext(ctx, spec)
-	if err == nil {
+	// The measure is kept under the task's id before the task can end.
+	registered := false
+	spec.Registered = func(id string) {
+		registered = true
 		t.pending.add(id, caller.SessionID, mark)
-	} else {
+	}
+	id, err := t.runner.StartContext(ctx, spec)
+	if !registered {
 		mark.Discard()
 	}
-	t.pending.endStart(caller.SessionID)
 	raw.TaskID = id
 	if id != "" {
 		// The directory the executor resolved and recorded on the task.

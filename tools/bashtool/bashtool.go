@@ -123,7 +123,7 @@ func New(opts Options) (*Set, error) {
 	}
 	log = log.Named("bashtool")
 	ex := opts.Executor
-	s := &Set{log: log, notify: opts.Notify, pending: &pendingChanges{measured: opts.Changes != nil}}
+	s := &Set{log: log, notify: opts.Notify, pending: &pendingChanges{}}
 	s.lister, _ = ex.(TaskLister)
 	// /kill waits for the end it caused, so a /tasks right after says
 	// "killed": SIGKILL follows SIGTERM after KillGrace, and the leftover
@@ -187,7 +187,7 @@ func (s *Set) Forget(sessionID string) {
 // unowned task has nobody to tell, and a Failed one was already reported as
 // an error result when it was started.
 func (s *Set) taskEnded(end executor.TaskEnd) {
-	s.pending.ended(end.Owner, end.ID, end.Status.State != executor.Failed)
+	s.pending.ended(end.ID, end.Status.State != executor.Failed)
 	if end.Owner == "" || end.Status.State == executor.Failed {
 		return
 	}

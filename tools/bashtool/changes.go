@@ -173,59 +173,11 @@ func jsonLen(s string) int {
 // its completion notice is queued, so a command that runs after the notice
 // never sees them as its own.
 type pendingChanges struct {
-	// measured: commands' changes are measured (diffs are on).
-	measured bool
-	// mu guards tasks, told, early and starting.
+	// mu guards tasks and told.
 	mu    sync.Mutex
 	tasks map[string]*taskChanges
 	// told are, by owner, the tasks whose end a notice reported, in order.
 	told map[string][]toldTask
-	// early are the tasks that ended before their start returned and add
-	// was called (a command that ends at once: in a container its exit
-	// can overtake the answer to its start), with their notice if one was
-	// told; add takes them.
-	early map[string]*earlyEnd
-	// starting counts, by owner, the starts under way (add not called
-	// yet): only then can an end come before its add, so only then is an
-	// early end kept.
-	starting map[string]int
-}
-
-// earlyEnd is a task's end seen before add: the notice told of it, if any.
-type earlyEnd struct {
-	owner string
-	told  *toldTask
-}
-
-// beginStart counts a start of owner's under way, until endStart.
-func (p *pendingChanges) beginStart(owner string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.starting == nil {
-		p.starting = map[string]int{}
-	}
-	p.starting[owner]++
-}
-
-// endStart ends a start counted by beginStart, after its add. Once none of
-// owner's is under way, an early end add did not take is nobody's.
-func (p *pendingChanges) endStart(owner string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.starting[owner]--; p.starting[owner] > 0 {
-		return
-	}
-	delete(p.starting, owner)
-	p.dropEarly(owner)
-}
-
-// dropEarly drops owner's early ends. p.mu must be held.
-func (p *pendingChanges) dropEarly(owner string) {
-	for id, e := range p.early {
-		if e.owner == owner {
-			delete(p.early, id)
-		}
-	}
 }
 
 // toldTask is a task whose end a completion notice reported.
@@ -241,9 +193,6 @@ func (p *pendingChanges) tell(owner, id, notice string, raw RawOutput) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.tasks[id]; !ok {
-		if e := p.early[id]; e != nil {
-			e.told = &toldTask{id: id, notice: notice, raw: raw}
-		}
 		return
 	}
 	if p.told == nil {
@@ -307,55 +256,36 @@ func (t *taskChanges) result() shown {
 	return t.shown
 }
 
+// add keeps a task's measure; the executor calls it (Spec.Registered)
+// before the task can end.
 func (p *pendingChanges) add(id, owner string, m *changes.Mark) {
-	if id == "" {
+	if m == nil {
 		return
 	}
 	p.mu.Lock()
-	early := p.early[id]
-	delete(p.early, id)
-	if m == nil {
-		p.mu.Unlock()
-		return
-	}
+	defer p.mu.Unlock()
 	if p.tasks == nil {
 		p.tasks = map[string]*taskChanges{}
 	}
-	t := &taskChanges{owner: owner, mark: m}
-	p.tasks[id] = t
-	if early != nil && early.told != nil {
-		if p.told == nil {
-			p.told = map[string][]toldTask{}
-		}
-		p.told[owner] = append(p.told[owner], *early.told)
-	}
-	p.mu.Unlock()
-	if early != nil {
-		// It already ended: measured now, as ended would have.
-		t.result()
-	}
+	p.tasks[id] = &taskChanges{owner: owner, mark: m}
 }
 
-// ended measures owner's task that just ended; a task that never ran is
-// dropped.
-func (p *pendingChanges) ended(owner, id string, ran bool) {
+// ended measures a task that just ended; a task that never ran is dropped
+// unmeasured.
+func (p *pendingChanges) ended(id string, ran bool) {
 	p.mu.Lock()
 	t := p.tasks[id]
-	if t == nil && ran && p.measured && p.starting[owner] > 0 {
-		if p.early == nil {
-			p.early = map[string]*earlyEnd{}
-		}
-		p.early[id] = &earlyEnd{owner: owner}
+	if !ran {
+		delete(p.tasks, id)
 	}
 	p.mu.Unlock()
-	if t == nil {
-		return
+	switch {
+	case t == nil:
+	case !ran:
+		t.mark.Discard()
+	default:
+		t.result()
 	}
-	if !ran {
-		p.take(id)
-		return
-	}
-	t.result()
 }
 
 // take returns what an ended task changed, once; it measures the task now
@@ -381,5 +311,4 @@ func (p *pendingChanges) forget(owner string) {
 		}
 	}
 	delete(p.told, owner)
-	p.dropEarly(owner)
 }

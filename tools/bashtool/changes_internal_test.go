@@ -103,31 +103,3 @@ func TestJSONLen(t *testing.T) {
 		}
 	}
 }
-
-// An end that comes before its task's add is kept only while a start of
-// its owner is under way, and not past it: the ends of tasks killed by a
-// session's close (after forget) leave nothing behind.
-func TestEarlyEndsKeptOnlyDuringAStart(t *testing.T) {
-	p := &pendingChanges{measured: true}
-	p.ended("closed", "bash-1", true)
-	p.tell("closed", "bash-1", "finished", RawOutput{})
-	if len(p.early) != 0 {
-		t.Errorf("an end with no start under way was kept: %v", p.early)
-	}
-	p.beginStart("s")
-	p.ended("s", "bash-2", true)
-	p.tell("s", "bash-2", "finished", RawOutput{})
-	if p.early["bash-2"] == nil || p.early["bash-2"].told == nil {
-		t.Fatalf("an end during its start was not kept: %v", p.early)
-	}
-	p.beginStart("s")
-	p.ended("s", "bash-3", true)
-	p.endStart("s")
-	if len(p.early) != 2 {
-		t.Errorf("a start still under way lost its early ends: %v", p.early)
-	}
-	p.endStart("s")
-	if len(p.early) != 0 || len(p.starting) != 0 {
-		t.Errorf("after the last start: early %v, starting %v; want none", p.early, p.starting)
-	}
-}

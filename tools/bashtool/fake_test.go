@@ -82,6 +82,9 @@ func (f *fakeExec) StartContext(_ context.Context, spec executor.Spec) (string, 
 	t := &fakeTask{info: executor.TaskInfo{ID: id, Owner: spec.Owner, Command: spec.Command, Workdir: resolve(spec).Workdir}}
 	f.tasks[id] = t
 	f.mu.Unlock()
+	if spec.Registered != nil {
+		spec.Registered(id)
+	}
 	if f.startErr != nil {
 		f.finish(id, executor.Status{State: executor.Failed, Err: f.startErr})
 		return id, f.startErr
