@@ -2,12 +2,13 @@ package changes
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // globalPatterns are the user's own excludes, as git finds them:
@@ -29,7 +30,7 @@ func globalPatterns(home, xdg string) []gitignore.Pattern {
 // excludesFile is core.excludesFile from ~/.gitconfig, "~/" expanded;
 // empty if unset.
 func excludesFile(home string) string {
-	data, err := os.ReadFile(filepath.Join(home, ".gitconfig"))
+	data, err := untrusted.ReadWhole(filepath.Join(home, ".gitconfig"), 0, maxIgnoreFile)
 	if err != nil {
 		return ""
 	}

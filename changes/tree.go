@@ -566,7 +566,9 @@ func (w *walker) keepAll(s *dirScan, es []entry, reads []unread) {
 // the file's head looks binary. A file past the content budget is read
 // again here, and keeps only its stat data.
 func (w *walker) read(abs string, e *entry) {
-	f, err := os.Open(abs)
+	// Listed as a regular file, but a command may have swapped a FIFO in
+	// since: it must not block the walk.
+	f, err := untrusted.Open(abs, os.O_RDONLY, 0)
 	if err != nil {
 		return
 	}
@@ -604,8 +606,8 @@ const maxIgnoreFile = 1 << 20
 // walk, and every command's end with it, for ever; a link to /dev/zero
 // would never end) or is over maxIgnoreFile.
 func readPatterns(file string, domain []string) []gitignore.Pattern {
-	data, err := untrusted.Read(file, 0, maxIgnoreFile+1)
-	if err != nil || len(data) > maxIgnoreFile {
+	data, err := untrusted.ReadWhole(file, 0, maxIgnoreFile)
+	if err != nil {
 		return nil
 	}
 	var ps []gitignore.Pattern

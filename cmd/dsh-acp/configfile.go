@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // configFileName is the settings file in the user's config directory.
@@ -57,14 +58,17 @@ func configPath(getenv env) string {
 }
 
 // loadConfigFile reads and parses config.toml. A missing file is no
-// settings; an unreadable or malformed one is an error naming the file and
+// settings (at most maxConfigFile bytes, a regular file: a FIFO there must
+// not hang the start); an unreadable or malformed one is an error naming the file and
 // line, so the agent never starts on a config the user did not mean.
+const maxConfigFile = 1 << 20
+
 func loadConfigFile(path string) (*configFile, error) {
 	cf := &configFile{path: path}
 	if path == "" {
 		return cf, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := untrusted.ReadWhole(path, 0, maxConfigFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return cf, nil
 	}

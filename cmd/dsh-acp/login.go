@@ -19,6 +19,8 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // keyFileName is the stored key's file in the user's config directory.
@@ -50,7 +52,7 @@ func storedKey(getenv env) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(path)
+	b, err := untrusted.ReadWhole(path, 0, 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // mcpFileServer is one entry of an --mcp-config file, in the shape other
@@ -36,7 +37,7 @@ func loadMCPConfig(path string) ([]acpsdk.McpServer, error) {
 	if path == "" {
 		return []acpsdk.McpServer{}, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := untrusted.ReadWhole(path, 0, 8<<20)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}

@@ -8,6 +8,7 @@ package untrusted
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,6 +55,19 @@ func Read(path string, flag int, limit int64) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// ReadWhole reads the regular file at path (see Read), failing if it holds
+// more than max bytes: for a file that is no use cut.
+func ReadWhole(path string, flag int, max int64) ([]byte, error) {
+	data, err := Read(path, flag, max+1)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("read %s: over %d bytes", path, max)
+	}
+	return data, nil
 }
 
 // Within returns path with its links resolved when that is inside dir

@@ -28,6 +28,12 @@ func TestReadRefusesWhatIsNotAFile(t *testing.T) {
 	if b, err := untrusted.Read(file, 0, 4); err != nil || string(b) != "0123" {
 		t.Errorf("Read with a limit = %q, %v; want 0123", b, err)
 	}
+	if b, err := untrusted.ReadWhole(file, 0, 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("ReadWhole of a file that fits = %q, %v", b, err)
+	}
+	if _, err := untrusted.ReadWhole(file, 0, 9); err == nil {
+		t.Error("ReadWhole of a file over its bound: no error")
+	}
 	// Would block for ever without O_NONBLOCK: no writer ever comes.
 	if _, err := untrusted.Read(fifo, 0, 4); !errors.Is(err, untrusted.ErrNotRegular) {
 		t.Errorf("Read of a FIFO: %v; want ErrNotRegular", err)

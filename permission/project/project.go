@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -154,16 +153,7 @@ func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 
 // readFile reads the rules file: a regular file of at most maxFileBytes.
 func (r *Rules) readFile() ([]byte, error) {
-	f, err := openRegular(r.path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err == nil && len(data) > maxFileBytes {
-		err = fmt.Errorf("%s is over %d bytes", r.path, maxFileBytes)
-	}
-	return data, err
+	return untrusted.ReadWhole(r.path, syscall.O_NOFOLLOW, maxFileBytes)
 }
 
 func (r *Rules) read() (file, error) {

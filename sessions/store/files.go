@@ -1,8 +1,6 @@
 package store
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -26,22 +24,10 @@ func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return untrusted.Open(path, flag|unix.O_NOFOLLOW, perm)
 }
 
-// readLimited reads the regular file at path (see openRegular), failing
-// if it holds more than limit bytes.
+// readLimited reads the regular file at path (never through a link),
+// failing if it holds more than limit bytes.
 func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := openRegular(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("read %s: over %d bytes", path, limit)
-	}
-	return data, nil
+	return untrusted.ReadWhole(path, unix.O_NOFOLLOW, limit)
 }
 
 // replaceFile replaces path with data, through a temporary file of a fresh
