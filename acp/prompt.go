@@ -74,7 +74,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		Images:      images,
 		ReadsImages: a.readsImages(model),
 		Model:       s.Model(),
-		ThinkingNow: func() string { return a.thinkingFor(s, model) },
+		Thinking:    func() string { return a.thinkingFor(s, model) },
 		Usage:       s.Usage(),
 		Notices:     a.notices(s),
 		Plan:        s.Plan(),

@@ -209,13 +209,11 @@ type Turn struct {
 	// Model is the model to ask (a session's config option); empty means
 	// the provider's configured model.
 	Model string
-	// Thinking is the thought level sent with every request (a session's
-	// config option); empty sends none.
-	Thinking string
-	// ThinkingNow, when set, is asked the thought level before each
-	// request instead, so that a change in the middle of a turn (the
-	// editor's option, while a command runs) applies from the next request.
-	ThinkingNow func() string
+	// Thinking, if set, is asked the thought level (a session's config
+	// option) before each request, so that a change in the middle of a
+	// turn (the editor's option, while a command runs) applies from the
+	// next request; nil or empty sends none.
+	Thinking func() string
 	// Record, if set, is given each message as it is added to the turn's
 	// outcome (the prompt first), on the turn's goroutine: the session's
 	// store writes them as they happen.

@@ -146,7 +146,7 @@ func TestThinkingReachesTheRequest(t *testing.T) {
 	t.Parallel()
 	r := newReplay(t, say("ok"))
 	l := &agent.Loop{Provider: r}
-	if _, err := l.Run(testutil.Context(t), agent.Turn{Caller: tools.Caller{SessionID: "s", Cwd: t.TempDir()}, Prompt: "hi", Thinking: "max"}); err != nil {
+	if _, err := l.Run(testutil.Context(t), agent.Turn{Caller: tools.Caller{SessionID: "s", Cwd: t.TempDir()}, Prompt: "hi", Thinking: func() string { return "max" }}); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.requests()[0].Thinking; got != "max" {

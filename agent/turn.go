@@ -161,9 +161,9 @@ func (t *turn) addNotices() {
 
 // request is the next model request over conv, offering specs.
 func (t *turn) request(specs []ToolSpec) Request {
-	req := Request{Model: t.in.Model, Tools: specs, Thinking: t.in.Thinking}
-	if t.in.ThinkingNow != nil {
-		req.Thinking = t.in.ThinkingNow()
+	req := Request{Model: t.in.Model, Tools: specs}
+	if t.in.Thinking != nil {
+		req.Thinking = t.in.Thinking()
 	}
 	req.Messages = make([]Message, 0, 1+len(t.conv))
 	req.Messages = append(req.Messages, t.system)

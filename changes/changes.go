@@ -15,7 +15,6 @@ package changes
 import (
 	"math"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -277,16 +276,7 @@ type claim struct {
 // step is no new change to report. When the bytes are not kept, only the
 // same stat data tells it is the same version.
 func (c claim) covers(a entry) bool {
-	s := c.seen
-	switch {
-	case c.deleted:
-		return false
-	case s.ctime == a.ctime:
-		return true
-	case s.known && a.known:
-		return s.text == a.text
-	}
-	return s.sameStat(a)
+	return !c.deleted && (c.seen.ctime == a.ctime || c.seen.sameVersion(a))
 }
 
 // diff lists the files that differ between two snapshots of root, leaving
@@ -330,7 +320,7 @@ func movedIn(dir string, before, after *snapshot, since int64) bool {
 		if dir == "" {
 			return false
 		}
-		dir = dir[:max(0, strings.LastIndexByte(dir, '/'))]
+		dir = parentOf(dir)
 		if before.dirs[dir] != nil {
 			return false // the directory above existed: dir was not moved with it
 		}
@@ -407,10 +397,8 @@ func change(b entry, existed bool, a entry, since int64) (Change, bool) {
 		return Change{}, false
 	case !existed:
 		return Change{Op: Created, New: a.side()}, true
-	case b.known && a.known && b.text == a.text:
+	case b.sameVersion(a):
 		// Unchanged, touched, or rewritten with the same bytes.
-		return Change{}, false
-	case (!b.known || !a.known) && b.sameStat(a):
 		return Change{}, false
 	}
 	return Change{Op: Modified, Old: b.side(), New: a.side()}, true

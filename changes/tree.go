@@ -57,6 +57,16 @@ func (e entry) sameStat(o entry) bool {
 	return e.size == o.size && e.mtime == o.mtime && e.ino == o.ino && e.mode == o.mode
 }
 
+// sameVersion reports whether o holds what e held: the same bytes when
+// both are known, else the same stat data (a touch without the bytes
+// known counts as a change).
+func (e entry) sameVersion(o entry) bool {
+	if e.known && o.known {
+		return e.text == o.text
+	}
+	return e.sameStat(o)
+}
+
 func (e entry) side() Side {
 	return Side{Size: e.size, Text: e.text, Known: e.known, Binary: e.binary}
 }
