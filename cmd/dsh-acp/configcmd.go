@@ -66,13 +66,14 @@ func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 // defaultsOf is what the flags left empty mean in effect, so that config
 // shows the endpoint, model and store a run would use rather than "".
 func defaultsOf(cfg *config, getenv env) map[string]string {
-	model := cfg.model
-	if model == "" {
-		model = openai.DefaultModel
-	}
+	model := modelName(cfg)
 	thinking := "none (this model is not DeepSeek's)"
 	if agent.IsDeepSeek(model) {
-		thinking = "high"
+		thinking = agent.ThinkingHigh
+	}
+	images := "off"
+	if agent.ReadsImages(model) {
+		images = "on"
 	}
 	d := map[string]string{
 		"base-url":       openai.DefaultBaseURL,
@@ -80,7 +81,7 @@ func defaultsOf(cfg *config, getenv env) map[string]string {
 		"executor":       "local",
 		"context-window": strconv.Itoa(cfg.window()),
 		"thinking":       thinking,
-		"images":         fmt.Sprint(agent.ReadsImages(model)),
+		"images":         images,
 	}
 	if dir, err := store.DefaultDirFor(runtime.GOOS, getenv); err == nil {
 		d["state-dir"] = dir
