@@ -40,7 +40,7 @@ func (updatePlan) Schema() json.RawMessage { return updatePlanSchema }
 
 func (updatePlan) Prepare(_ Caller, raw json.RawMessage) Prepared {
 	call := Call{Title: "Update plan", Kind: KindThink, Hidden: true}
-	plan, err := parsePlan(raw)
+	plan, err := ParsePlan(raw)
 	return Prepared{Call: call, Run: func(context.Context, Live) Result {
 		if err != nil {
 			return Result{Text: "Error: " + err.Error(), IsError: true, Raw: ErrorOutput{IsError: true}}
@@ -49,9 +49,9 @@ func (updatePlan) Prepare(_ Caller, raw json.RawMessage) Prepared {
 	}}
 }
 
-// parsePlan validates the arguments; its errors are model-visible as they
-// are (tool-text.md, section update_plan).
-func parsePlan(raw json.RawMessage) (*Plan, error) {
+// ParsePlan validates update_plan's arguments; its errors are
+// model-visible as they are (tool-text.md, section update_plan).
+func ParsePlan(raw json.RawMessage) (*Plan, error) {
 	var obj map[string]json.RawMessage
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {

@@ -11,6 +11,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // Caller identifies who is calling. The zero value is a non-loop caller: no
@@ -269,6 +270,17 @@ func PlanMark(status string) string {
 		return "[>]"
 	}
 	return "[ ]"
+}
+
+// PlanBlock is a plan as a terminal shows it where it happens: a "• Plan"
+// line, then a step a line, indented and marked (PlanMark).
+func PlanBlock(entries []PlanEntry) string {
+	var b strings.Builder
+	b.WriteString("• Plan")
+	for _, e := range entries {
+		b.WriteString("\n  " + PlanMark(e.Status) + " " + e.Step)
+	}
+	return b.String()
 }
 
 // Exit is how a process ended.

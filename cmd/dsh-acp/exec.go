@@ -545,13 +545,12 @@ func (p *printer) readList(content []acpsdk.ToolCallContent) {
 func (p *printer) plan(entries []acpsdk.PlanEntry) {
 	p.inThought = false
 	p.newline()
-	var b strings.Builder
-	b.WriteString("• Plan\n")
-	for _, e := range entries {
+	steps := make([]tools.PlanEntry, len(entries))
+	for i, e := range entries {
 		// The SDK's statuses are ACP's words, which the plan tool's are.
-		b.WriteString("  " + tools.PlanMark(string(e.Status)) + " " + e.Content + "\n")
+		steps[i] = tools.PlanEntry{Step: e.Content, Status: string(e.Status)}
 	}
-	p.write(b.String())
+	p.write(tools.PlanBlock(steps) + "\n")
 }
 
 func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {

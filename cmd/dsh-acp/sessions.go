@@ -198,18 +198,11 @@ func callLine(c store.ToolCall) string {
 // planLines is an update_plan call as exec prints the plan: one step a
 // line with its mark; ok false for arguments that were no plan.
 func planLines(arguments string) (string, bool) {
-	var args struct {
-		Plan []tools.PlanEntry `json:"plan"`
-	}
-	if json.Unmarshal([]byte(arguments), &args) != nil || len(args.Plan) == 0 {
+	plan, err := tools.ParsePlan(json.RawMessage(arguments))
+	if err != nil || len(plan.Entries) == 0 {
 		return "", false
 	}
-	var b strings.Builder
-	b.WriteString("• Plan")
-	for _, e := range args.Plan {
-		b.WriteString("\n  " + tools.PlanMark(e.Status) + " " + e.Step)
-	}
-	return b.String(), true
+	return tools.PlanBlock(plan.Entries), true
 }
 
 func showEntry(w io.Writer, p store.Payload) {
