@@ -287,6 +287,13 @@ func (l *layered) parse(mk flagSetFunc, header string, args []string) ([]string,
 	return rest, nil
 }
 
+// replaced reports whether the command line gave a single-valued flag,
+// which replaced the file's value (a repeatable one adds to it).
+func (l *layered) replaced(name string) bool {
+	f := l.fs.Lookup(name)
+	return l.given[name] && f != nil && !repeatable(f)
+}
+
 // layer builds mk's flag set over cfg and applies config.toml to it.
 func layer(mk flagSetFunc, cfg *config, getenv env) (*layered, error) {
 	l := &layered{fs: mk(cfg, getenv), fromEnv: map[string]bool{}}
@@ -320,7 +327,7 @@ func (l *layered) explain(err error) error {
 		return nil
 	}
 	for name, line := range l.fileLines {
-		if f := l.fs.Lookup(name); l.given[name] && f != nil && !repeatable(f) {
+		if l.replaced(name) {
 			continue
 		}
 		if namesFlag(err.Error(), name) {

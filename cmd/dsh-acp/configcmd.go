@@ -38,7 +38,7 @@ func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 	l, err := layer(execFlags, cfg, getenv)
 	var rest []string
 	if err == nil {
-		rest, err = parseFlags(l.fs, configUsage, args)
+		rest, err = l.parse(execFlags, configUsage, args)
 	}
 	if err == nil && len(rest) > 0 {
 		err = fmt.Errorf("unexpected argument %q: config takes flags only", rest[0])
@@ -52,14 +52,7 @@ func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "dsh-acp config:", err)
 		return 2
 	}
-	// The flags given here, seen on a flag set of their own: the layered
-	// one counts the file's settings as set too.
-	given := map[string]bool{}
-	cl := execFlags(&config{}, noEnvAt)
-	if _, err := parseFlags(cl, configUsage, args); err == nil {
-		cl.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	}
-	printConfig(stdout, l, given, getenv, defaultsOf(cfg, getenv))
+	printConfig(stdout, l, getenv, defaultsOf(cfg, getenv))
 	return 0
 }
 
@@ -89,7 +82,7 @@ func defaultsOf(cfg *config, getenv env) map[string]string {
 	return d
 }
 
-func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env, defaults map[string]string) {
+func printConfig(w io.Writer, l *layered, getenv env, defaults map[string]string) {
 	switch {
 	case l.file.path == "":
 		fmt.Fprintln(w, "config file: none (no HOME or XDG_CONFIG_HOME to find it by)")
@@ -109,7 +102,7 @@ func printConfig(w io.Writer, l *layered, given map[string]bool, getenv env, def
 		if d, ok := defaults[f.Name]; ok && (f.Value.String() == "" || f.Value.String() == "0") {
 			v = d
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, v, l.source(f.Name, given))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, v, l.source(f.Name))
 	})
 	tw.Flush()
 }
@@ -149,12 +142,12 @@ func shown(f *flag.Flag) string {
 // source says where a flag's value came from. A repeatable flag set in
 // both the file and on the command line has both; a single value given as
 // a flag replaced the file's.
-func (l *layered) source(name string, given map[string]bool) string {
+func (l *layered) source(name string) string {
 	var from []string
-	if given[name] {
+	if l.given[name] {
 		from = append(from, "flag")
 	}
-	if f := l.fs.Lookup(name); given[name] && f != nil && !repeatable(f) {
+	if l.replaced(name) {
 		return "flag"
 	}
 	if line, ok := l.fileLines[name]; ok {
