@@ -13,7 +13,6 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
-	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
@@ -111,20 +110,14 @@ func printConfig(w io.Writer, l *layered, getenv env, defaults map[string]string
 // environment first, as the agent reads it, then the file dsh-acp login
 // stored.
 func keySource(getenv env) string {
-	for _, name := range executor.DefaultLimits().CredentialEnv {
-		if getenv(name) != "" {
-			return "set, from the environment (" + name + ")"
-		}
-	}
-	k, err := storedKey(getenv)
+	_, from, err := keyFrom(getenv)
 	switch {
 	case err != nil:
 		return "not usable: " + err.Error()
-	case k == "":
+	case from == "":
 		return "not set"
 	}
-	path, _ := keyFile(getenv)
-	return "set, stored by dsh-acp login (" + path + ")"
+	return "set, " + from
 }
 
 // shown is a value as a person reads it.

@@ -39,11 +39,24 @@ func keyFile(getenv env) (string, error) {
 // the key `dsh-acp login` stored. A stored key that cannot be read counts
 // as none (the prompt then asks for a sign-in).
 func apiKey(getenv env) string {
-	if k := getenv.first(executor.DefaultLimits().CredentialEnv...); k != "" {
-		return k
-	}
-	k, _ := storedKey(getenv)
+	k, _, _ := keyFrom(getenv)
 	return k
+}
+
+// keyFrom is the model key and where it came from, as a person reads it
+// ("" with none); err says why a stored key cannot be read.
+func keyFrom(getenv env) (key, from string, err error) {
+	for _, name := range executor.DefaultLimits().CredentialEnv {
+		if k := getenv(name); k != "" {
+			return k, "from the environment (" + name + ")", nil
+		}
+	}
+	k, err := storedKey(getenv)
+	if k == "" || err != nil {
+		return "", "", err
+	}
+	path, _ := keyFile(getenv)
+	return k, "stored by dsh-acp login (" + path + ")", nil
 }
 
 // storedKey reads the stored key; "" with no error when there is none.
