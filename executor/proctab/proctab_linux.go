@@ -42,14 +42,7 @@ func stat(pid int, buf []byte) (Proc, bool) {
 	if err != nil || n == 0 {
 		return Proc{}, false
 	}
-	b := buf[:n]
-	// The command name may contain anything, ')' included: the fields
-	// start after the last one.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return Proc{}, false
-	}
-	fs := bytes.Fields(b[i+1:])
+	fs := statFields(buf[:n])
 	if len(fs) < 4 || len(fs[0]) != 1 {
 		return Proc{}, false
 	}
@@ -68,17 +61,22 @@ func StartTime(pid int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The command name may hold anything, ')' included: the fields start
-	// after the last one, with field 3 (the state).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	fs := bytes.Fields(b[i+1:])
+	fs := statFields(b)
 	if len(fs) < 20 {
 		return 0, errors.New("malformed /proc stat")
 	}
 	return strconv.ParseUint(string(fs[19]), 10, 64)
+}
+
+// statFields are the fields of a /proc/pid/stat line from field 3 (the
+// state) on: the command name before them may hold anything, ')'
+// included, so they start after the last one. Nil when there is none.
+func statFields(b []byte) [][]byte {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return bytes.Fields(b[i+1:])
 }
 
 // Lookup returns pid's entry of the table; ok is false when there is none.
