@@ -269,9 +269,7 @@ func (h *historyBuilder) add(e store.Entry) {
 		h.endNotices()
 		h.answered[v.CallID] = true
 		m := agent.Message{Role: agent.RoleTool, ToolCallID: v.CallID, Content: v.Text}
-		if h.images != nil && len(v.Images) > 0 {
-			m.Images = h.images(v.Images)
-		}
+		m.Images = h.imagesOf(v.Images)
 		h.push(e.Seq, m)
 	}
 }
@@ -289,9 +287,7 @@ func (h *historyBuilder) beforeKept(e store.Entry) bool {
 		if p, err := e.Decode(); err == nil && e.Kind == store.KindPrompt {
 			v := p.(store.Prompt)
 			m := agent.Message{Role: agent.RoleUser, Content: v.Text}
-			if h.images != nil && len(v.Images) > 0 {
-				m.Images = h.images(v.Images)
-			}
+			m.Images = h.imagesOf(v.Images)
 			h.prefix = append(h.prefix, m)
 			h.prefixSeqs = append(h.prefixSeqs, e.Seq)
 		}
@@ -309,11 +305,15 @@ func (h *historyBuilder) beforeKept(e store.Entry) bool {
 func (h *historyBuilder) prompt(seq int64, v store.Prompt) {
 	h.closeCalls()
 	h.endNotices()
-	m := agent.Message{Role: agent.RoleUser, Content: v.Text}
-	if h.images != nil && len(v.Images) > 0 {
-		m.Images = h.images(v.Images)
+	h.push(seq, agent.Message{Role: agent.RoleUser, Content: v.Text, Images: h.imagesOf(v.Images)})
+}
+
+// imagesOf reads refs back (nil with no loader or no refs).
+func (h *historyBuilder) imagesOf(refs []store.Image) []agent.Image {
+	if h.images == nil || len(refs) == 0 {
+		return nil
 	}
-	h.push(seq, m)
+	return h.images(refs)
 }
 
 // notice gathers the notices delivered in a row into one message.
