@@ -102,22 +102,9 @@ func TestDockerContext(t *testing.T) {
 	})
 	t.Run("a real engine", func(t *testing.T) {
 		eng := dockertest.Need(t)
-		getenv := dockerConfig(t, "test-engine", eng.Host)
-		conf, err := docker.NewConfiner(docker.Options{Image: eng.Image, Helper: helper, Getenv: getenv, KillGrace: grace, Labels: map[string]string{testLabel: t.Name()}, Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cwd := t.TempDir()
-		ex, err := executor.NewLocal(executor.Options{DefaultWorkdir: cwd, SpillDir: t.TempDir(), Confine: conf, ConfineAll: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ex.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		res, err := ex.Run(ctx, executor.Spec{Command: "echo in-container", Owner: "s", Root: cwd})
-		if err != nil || res.Stdout.Text != "in-container\n" {
-			t.Fatalf("run: %v, stdout %q; want in-container", err, res.Stdout.Text)
+		s := newSetupWith(t, setupOpts{}, func(o *docker.Options) { o.Getenv = dockerConfig(t, "test-engine", eng.Host) })
+		if res := s.runCmd(t, "s", "echo in-container"); res.Stdout.Text != "in-container\n" {
+			t.Fatalf("stdout %q; want in-container", res.Stdout.Text)
 		}
 	})
 }
