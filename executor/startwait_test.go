@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -47,7 +48,7 @@ func TestTaskStillStarting(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("the start never reached the confiner")
 		}
-		return "bash-" + string(rune('0'+next)), errc
+		return "bash-" + strconv.Itoa(next), errc
 	}
 	wantFailed := func(what, id string, errc <-chan error) {
 		t.Helper()
