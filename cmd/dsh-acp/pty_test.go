@@ -234,82 +234,68 @@ func TestNoLineWithoutTerminal(t *testing.T) {
 	}
 }
 
-// TestExecPipedPromptAsksOnTerminal: a prompt piped in (cat task.md |
-// dsh-acp exec) while a person watches the terminal is still asked about:
-// the question goes to stderr and the answer is read from the process's
-// terminal, as ssh and git ask for a password.
-func TestExecPipedPromptAsksOnTerminal(t *testing.T) {
+// TestExecAsksOnTheTerminal: exec asks before a command wherever a person
+// watches a terminal, as ssh and git ask for a password. A prompt piped in
+// (cat task.md | dsh-acp exec): the question on stderr, the answer read
+// from the process's terminal. Stderr going to a file (2>log): the
+// question on the terminal, not into the file, where nobody would see it
+// and the run would seem to hang.
+func TestExecAsksOnTheTerminal(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	script := writeScript(t, bashCall("", "echo piped-and-asked"), `{"text":"Done."}`)
-	term := newTerminal(t)
-	var out bytes.Buffer
-	cmd := exec.Command(binPath, "exec", "--script", script, "--cwd", t.TempDir())
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm", "NO_COLOR=1", "DSH_STATE_DIR=" + t.TempDir()}
-	cmd.Stdin = strings.NewReader("say hi from a pipe\n")
-	cmd.Stdout, cmd.Stderr = &out, term.tty
-	// The terminal is the child's controlling terminal (fd 2 in the child),
-	// as it is for a command typed at a shell.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 2}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	if shown := term.waitFor(ctx, "[n] no "); !strings.Contains(shown, "Run echo piped-and-asked?") {
-		t.Errorf("the question lacks the command:\n%q", shown)
-	}
-	term.typeLine("y")
-	if code := waitExit(ctx, t, done); code != 0 {
-		t.Fatalf("exit %d\nterminal: %q\nstdout: %q", code, term.shown(), out.String())
-	}
-	if !strings.Contains(out.String(), "piped-and-asked\n") || !strings.Contains(out.String(), "Done.") {
-		t.Errorf("the command did not run after [y]; stdout:\n%s", out.String())
-	}
-}
-
-// With stderr going to a file (2>log) and the prompt typed at a terminal,
-// the question is asked on the terminal, not into the file, where nobody
-// would see it and the run would seem to hang.
-func TestExecStderrRedirectedAsksOnTerminal(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	script := writeScript(t, bashCall("", "echo asked-despite-2-redirect"), `{"text":"Done."}`)
-	term := newTerminal(t)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "stderr.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	var out bytes.Buffer
-	cmd := exec.Command(binPath, "exec", "--script", script, "--cwd", t.TempDir(), "say hi")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm", "NO_COLOR=1", "DSH_STATE_DIR=" + t.TempDir()}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = term.tty, &out, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	if shown := term.waitFor(ctx, "[n] no "); !strings.Contains(shown, "Run echo asked-despite-2-redirect?") {
-		t.Errorf("the question lacks the command:\n%q", shown)
-	}
-	term.typeLine("y")
-	if code := waitExit(ctx, t, done); code != 0 {
-		b, _ := os.ReadFile(logFile.Name())
-		t.Fatalf("exit %d\nterminal: %q\nstdout: %q\nstderr: %q", code, term.shown(), out.String(), b)
-	}
-	if !strings.Contains(out.String(), "asked-despite-2-redirect\n") {
-		t.Errorf("the command did not run after [y]; stdout:\n%s", out.String())
+	for _, c := range []struct {
+		name string
+		// wire connects stdin and stderr; ctty is the fd that is the
+		// controlling terminal in the child.
+		wire func(cmd *exec.Cmd, tty *os.File, log *os.File)
+		ctty int
+		args []string
+	}{
+		{"piped prompt", func(cmd *exec.Cmd, tty, _ *os.File) {
+			cmd.Stdin, cmd.Stderr = strings.NewReader("say hi from a pipe\n"), tty
+		}, 2, nil},
+		{"stderr to a file", func(cmd *exec.Cmd, tty, log *os.File) {
+			cmd.Stdin, cmd.Stderr = tty, log
+		}, 0, []string{"say hi"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			script := writeScript(t, bashCall("", "echo asked-and-ran"), `{"text":"Done."}`)
+			term := newTerminal(t)
+			log, err := os.Create(filepath.Join(t.TempDir(), "stderr.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer log.Close()
+			var out bytes.Buffer
+			cmd := exec.Command(binPath, append([]string{"exec", "--script", script, "--cwd", t.TempDir()}, c.args...)...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm", "NO_COLOR=1", "DSH_STATE_DIR=" + t.TempDir()}
+			cmd.Stdout = &out
+			c.wire(cmd, term.tty, log)
+			// The terminal is the child's controlling terminal, as it is
+			// for a command typed at a shell.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: c.ctty}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-done
+			})
+			if shown := term.waitFor(ctx, "[n] no "); !strings.Contains(shown, "Run echo asked-and-ran?") {
+				t.Errorf("the question lacks the command:\n%q", shown)
+			}
+			term.typeLine("y")
+			if code := waitExit(ctx, t, done); code != 0 {
+				b, _ := os.ReadFile(log.Name())
+				t.Fatalf("exit %d\nterminal: %q\nstdout: %q\nstderr file: %q", code, term.shown(), out.String(), b)
+			}
+			if !strings.Contains(out.String(), "asked-and-ran\n") || !strings.Contains(out.String(), "Done.") {
+				t.Errorf("the command did not run after [y]; stdout:\n%s", out.String())
+			}
+		})
 	}
 }
