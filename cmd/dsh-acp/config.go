@@ -146,7 +146,7 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.defaultMode, "default-mode", "ask", "the `MODE` a new session starts in: ask, sandbox (Auto in sandbox; refuses to start without a sandbox) or auto (Full access)")
 	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
 	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")
-	fs.StringVar(&cfg.diffs, "diffs", "on", "`on|off`: show the editor what each command changed (diffs of the files under the session's directory)")
+	fs.StringVar(&cfg.diffs, "diffs", "on", "`on|off`: show the editor (and exec's output) what each command changed (diffs of the files under the session's directory)")
 	fs.StringVar(&cfg.docker.executor, "executor", getenv.first("DSH_EXECUTOR"), "`local|docker`: where commands run (env DSH_EXECUTOR; default local); docker: each session in a container of its own, from --docker-image")
 	fs.StringVar(&cfg.docker.image, "docker-image", getenv.first("DSH_DOCKER_IMAGE"), "the `IMAGE` of the sessions' containers with --executor docker; it needs bash (env DSH_DOCKER_IMAGE)")
 	fs.StringVar(&cfg.docker.network, "docker-network", "", "the `NETWORK` of the sessions' containers: none, or one of the engine's (default: the engine's default)")

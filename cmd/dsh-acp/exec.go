@@ -117,7 +117,11 @@ func spentLine(resp acpsdk.PromptResponse) string {
 // --yes was not given, else refused with a word on how to allow.
 func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv env) *printer {
 	noColor := getenv("NO_COLOR") != ""
-	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: !noColor && isTerminal(stdout), hint: stderr}
+	color := !noColor && isTerminal(stdout)
+	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: color, hint: stderr}
+	if cfg.diffs != "off" {
+		p.changes = &changeView{cwd: cfg.cwd, color: color}
+	}
 	if !cfg.yes {
 		if in, out := answerFrom(stdin, stderr); in != nil {
 			p.asker = &terminalAsker{in: in, out: out, color: !noColor && isTerminal(out)}
@@ -388,6 +392,8 @@ type printer struct {
 	asker *terminalAsker
 	// hint is where the first automatic refusal says how to allow.
 	hint io.Writer
+	// changes renders what a command changed; nil with --diffs off.
+	changes *changeView
 
 	// mu guards everything below and orders writes.
 	mu sync.Mutex
@@ -527,6 +533,24 @@ func (p *printer) toolCall(tc *acpsdk.SessionUpdateToolCall) {
 		// Done when shown (the instruction files read): what it read.
 		p.readList(tc.Content)
 	}
+	if finished(tc.Status) {
+		// Done when shown (a background task's end, told after the turn):
+		// its notice and what the task changed.
+		p.printFenced(tc.Content)
+		p.printChanges(tc.Content)
+	}
+}
+
+// printChanges prints the diffs (and the one-line summaries) of what a
+// call changed, after its output. p.mu is held.
+func (p *printer) printChanges(content []acpsdk.ToolCallContent) {
+	if p.changes == nil {
+		return
+	}
+	if s := p.changes.render(content); s != "" {
+		p.newline()
+		p.write(s)
+	}
 }
 
 // readList prints the lines of a finished read call's text, indented.
@@ -579,10 +603,12 @@ func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {
 		if s := exitLine(exit); s != "" {
 			p.write(p.style(ansiDim, s) + "\n")
 		}
+		p.printChanges(tu.Content)
 		return
 	}
 	// A tool without a terminal: print the result text from its fenced block.
 	p.printFenced(tu.Content)
+	p.printChanges(tu.Content)
 }
 
 func (p *printer) printFenced(content []acpsdk.ToolCallContent) {
