@@ -3,6 +3,7 @@ module github.com/dsh-acp/dsh-acp
 go 1.26.0
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/coder/acp-go-sdk v0.13.5
 	github.com/containerd/errdefs v1.0.0
 	github.com/creack/pty v1.1.24
@@ -28,7 +29,6 @@ require (
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
-	github.com/aymanbagabas/go-udiff v0.4.2 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/distribution/reference v0.6.0 // indirect
 	github.com/docker/go-connections v0.8.2 // indirect
