@@ -98,6 +98,8 @@ type config struct {
 	mcpConfig string
 	// cwdSet: --cwd was given (a resumed session otherwise keeps its own).
 	cwdSet bool
+	// jsonOut is --json: stdout is one JSON event a line.
+	jsonOut bool
 }
 
 // env is the program's view of its environment (injected for tests).
@@ -248,6 +250,7 @@ func execFlags(cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the session (default: the current directory)")
 	fs.BoolVar(&cfg.yes, "yes", false, "answer every permission question with allow (default: ask on a terminal, else refuse)")
 	fs.BoolVar(&cfg.thoughts, "thoughts", false, "print the model's reasoning (dimmed)")
+	fs.BoolVar(&cfg.jsonOut, "json", false, "print one JSON object a line for each event instead of text (see the README's \"exec --json\")")
 	fs.StringVar(&cfg.resume, "resume", "", "continue the stored session `ID` (see dsh-acp sessions) instead of starting one")
 	fs.BoolVar(&cfg.cont, "continue", false, "continue the newest stored session of this working directory")
 	fs.StringVar(&cfg.mcpConfig, "mcp-config", "", "start the MCP servers of `FILE` ({\"mcpServers\": {name: {command, args, env} | {url, headers}}})")

@@ -23,7 +23,7 @@ import (
 const configFileName = "config.toml"
 
 // notSettable are flags that are actions or one run's choice, not settings.
-var notSettable = map[string]bool{"version": true, "resume": true, "continue": true, "cwd": true}
+var notSettable = map[string]bool{"version": true, "resume": true, "continue": true, "cwd": true, "json": true}
 
 // keyNames are what a user may write for the API key, which is not a
 // setting (dsh-acp login keeps it in a file of its own).

@@ -59,13 +59,7 @@ func (v changeView) render(content []acpsdk.ToolCallContent) string {
 // read on a terminal.
 func (v changeView) diff(d *acpsdk.ToolCallContentDiff) string {
 	name := v.rel(d.Path)
-	from, old := "a/"+name, ""
-	if d.OldText == nil {
-		from = "/dev/null"
-	} else {
-		old = *d.OldText
-	}
-	u := udiff.Unified(from, "b/"+name, old, d.NewText)
+	u := unified(d, name)
 	if u == "" {
 		return ""
 	}
@@ -98,6 +92,18 @@ func (v changeView) diff(d *acpsdk.ToolCallContentDiff) string {
 		b.WriteString(text + "\n")
 	}
 	return b.String()
+}
+
+// unified is d as a unified diff, the file called name (a/name, b/name;
+// /dev/null before a new file); "" when nothing differs.
+func unified(d *acpsdk.ToolCallContentDiff, name string) string {
+	from, old := "a/"+name, ""
+	if d.OldText == nil {
+		from = "/dev/null"
+	} else {
+		old = *d.OldText
+	}
+	return udiff.Unified(from, "b/"+name, old, d.NewText)
 }
 
 // rel shortens the paths under cwd, in a path or a line starting with one.

@@ -29,24 +29,34 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if code, done := settle(cfg, err, "dsh-acp exec", stdout, stderr); done {
 		return code
 	}
+	var ev *events
+	if cfg.jsonOut {
+		ev = &events{w: stdout}
+	}
+	// fail says why the run ended early: on stderr, and with --json in
+	// the end event.
+	fail := func(code int, err error) int {
+		fmt.Fprintln(stderr, "dsh-acp exec:", err)
+		if ev != nil {
+			ev.emit("end", map[string]any{"stop_reason": nil, "exit_code": code, "error": err.Error()})
+		}
+		return code
+	}
 	servers, err := loadMCPConfig(cfg.mcpConfig)
 	if err == nil && cfg.cont {
 		cfg.resume, err = newestSession(cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp exec:", cfg.where(err))
-		return 2
+		return fail(2, cfg.where(err))
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp exec:", cfg.where(err))
-		return 2
+		return fail(2, cfg.where(err))
 	}
 	defer closeLog()
 	a, err := newApp(cfg, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
-		return 1
+		return fail(1, err)
 	}
 	defer a.close()
 
@@ -64,6 +74,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}()
 
 	p := newPrinter(cfg, stdin, stdout, stderr, getenv)
+	p.events = ev
 	// Closed once Ctrl-C's cancel has gone to the agent: a question on the
 	// terminal is abandoned after it, so the agent sees the turn
 	// cancelled before the question withdrawn.
@@ -75,21 +86,52 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
-	resp, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP, answered: a.modelAnswered}, cancelSent)
+	started := func(id acpsdk.SessionId, resumed bool, cwd string) {
+		p.setCwd(cwd)
+		if ev != nil {
+			ev.emit("session", map[string]any{"session_id": id, "cwd": cwd, "resumed": resumed})
+		}
+	}
+	resp, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP, answered: a.modelAnswered, started: started}, cancelSent)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
 		if first := unresolvedEndpoint(ctx, cfg); first != "" {
 			fmt.Fprintln(stderr, "dsh-acp exec:", first)
 		}
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
-		return 1
+		return fail(1, err)
 	}
 	code := exitCode(resp.StopReason, p, stderr)
 	if line := spentLine(resp); line != "" {
 		fmt.Fprintln(stderr, "dsh-acp exec:", line)
 	}
+	if ev != nil {
+		if u := usageEvent(resp); u != nil {
+			ev.emit("usage", u)
+		}
+		ev.emit("end", map[string]any{"stop_reason": resp.StopReason, "exit_code": code})
+	}
 	return code
+}
+
+// usageEvent is exec --json's account of the turn's tokens and cost; nil
+// when the endpoint counted nothing.
+func usageEvent(resp acpsdk.PromptResponse) map[string]any {
+	u := resp.Usage
+	if u == nil {
+		return nil
+	}
+	f := map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}
+	if u.CachedReadTokens != nil {
+		f["cached_read_tokens"] = *u.CachedReadTokens
+	}
+	if u.ThoughtTokens != nil {
+		f["thought_tokens"] = *u.ThoughtTokens
+	}
+	if c, ok := resp.Meta["cost"].(map[string]any); ok {
+		f["cost"] = c
+	}
+	return f
 }
 
 // spentLine is the turn's tokens and, when known, its cost, for the last
@@ -117,8 +159,8 @@ func spentLine(resp acpsdk.PromptResponse) string {
 // --yes was not given, else refused with a word on how to allow.
 func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv env) *printer {
 	noColor := getenv("NO_COLOR") != ""
-	color := !noColor && isTerminal(stdout)
-	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: color, hint: stderr}
+	color := !noColor && isTerminal(stdout) && !cfg.jsonOut
+	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: color, hint: stderr, cwd: cfg.cwd}
 	if cfg.diffs != "off" {
 		p.changes = &changeView{cwd: cfg.cwd, color: color}
 	}
@@ -235,6 +277,8 @@ type execSession struct {
 	// id: what the session holds, not what was printed (the agent's own
 	// notes print as messages; a plan prints as no tool call).
 	answered func(id string) bool
+	// started is told the session's id once it is started or resumed.
+	started func(id acpsdk.SessionId, resumed bool, cwd string)
 }
 
 // modelAnswered reports whether session id's history holds a message of
@@ -263,9 +307,12 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	}); err != nil {
 		return acpsdk.PromptResponse{}, fmt.Errorf("initialize: %s", sentence(err))
 	}
-	sess, err := startSession(bg, conn, cfg, es.servers)
+	sess, cwd, err := startSession(bg, conn, cfg, es.servers)
 	if err != nil {
 		return acpsdk.PromptResponse{}, err
+	}
+	if es.started != nil {
+		es.started(sess.SessionId, cfg.resume != "", cwd)
 	}
 	if len(es.servers) > 0 && es.waitMCP != nil {
 		// Bounded by --mcp-start-timeout; a server that fails is told in
@@ -295,13 +342,13 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 
 // startSession starts a new session, or resumes the stored one --resume
 // names (in --cwd when given, else where it was).
-func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, servers []acpsdk.McpServer) (acpsdk.NewSessionResponse, error) {
+func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, servers []acpsdk.McpServer) (acpsdk.NewSessionResponse, string, error) {
 	if cfg.resume == "" {
 		sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: cfg.cwd, McpServers: servers})
 		if err != nil {
-			return sess, fmt.Errorf("new session in %s: %s", cfg.cwd, sentence(err))
+			return sess, "", fmt.Errorf("new session in %s: %s", cfg.cwd, sentence(err))
 		}
-		return sess, nil
+		return sess, cfg.cwd, nil
 	}
 	cwd := cfg.cwd
 	if !cfg.cwdSet {
@@ -312,11 +359,11 @@ func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *c
 	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(cfg.resume), Cwd: cwd, McpServers: servers}); err != nil {
 		var re *acpsdk.RequestError
 		if errors.As(err, &re) {
-			return acpsdk.NewSessionResponse{}, fmt.Errorf("resume session %s: %s", cfg.resume, re.Message)
+			return acpsdk.NewSessionResponse{}, "", fmt.Errorf("resume session %s: %s", cfg.resume, re.Message)
 		}
-		return acpsdk.NewSessionResponse{}, fmt.Errorf("resume session %s: %w", cfg.resume, err)
+		return acpsdk.NewSessionResponse{}, "", fmt.Errorf("resume session %s: %w", cfg.resume, err)
 	}
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(cfg.resume)}, nil
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(cfg.resume)}, cwd, nil
 }
 
 // findStored returns the stored cwd of session id, from session/list.
@@ -394,6 +441,10 @@ type printer struct {
 	hint io.Writer
 	// changes renders what a command changed; nil with --diffs off.
 	changes *changeView
+	// events, with --json, is where everything goes instead of text.
+	events *events
+	// cwd is the session's directory, the base of the paths shown.
+	cwd string
 
 	// mu guards everything below and orders writes.
 	mu sync.Mutex
@@ -447,6 +498,9 @@ func (p *printer) newline() {
 func (p *printer) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.events != nil {
+		return
+	}
 	p.newline()
 	if p.refused > 0 {
 		p.write(p.style(ansiDim, fmt.Sprintf("(%d command(s) refused: %s)", p.refused, howToAllow)) + "\n")
@@ -473,6 +527,13 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := n.Update
+	p.tally(u)
+	if p.events != nil {
+		if typ, fields, ok := updateEvent(u, p.cwd); ok {
+			p.events.emit(typ, fields)
+		}
+		return nil
+	}
 	switch {
 	case u.AgentMessageChunk != nil:
 		p.message(u.AgentMessageChunk)
@@ -486,6 +547,27 @@ func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification)
 		p.plan(u.Plan.Entries)
 	}
 	return nil
+}
+
+// tally counts the commands the model asked to run, and those refused,
+// for the exit code. p.mu is held.
+func (p *printer) tally(u acpsdk.SessionUpdate) {
+	switch {
+	case u.ToolCall != nil && u.ToolCall.Kind == acpsdk.ToolKindExecute:
+		p.commands++
+		if p.execute == nil {
+			p.execute = map[acpsdk.ToolCallId]bool{}
+		}
+		p.execute[u.ToolCall.ToolCallId] = true
+	case u.ToolCallUpdate != nil:
+		tu := u.ToolCallUpdate
+		if tu.Status != nil && finished(*tu.Status) && p.execute[tu.ToolCallId] {
+			delete(p.execute, tu.ToolCallId)
+			if refusedResult(tu.Content) {
+				p.denied++
+			}
+		}
+	}
 }
 
 // message prints a chunk of the model's answer, on a line of its own after
@@ -521,12 +603,6 @@ func (p *printer) toolCall(tc *acpsdk.SessionUpdateToolCall) {
 	line := "$ " + tc.Title
 	if tc.Kind != acpsdk.ToolKindExecute {
 		line = "• " + tc.Title
-	} else {
-		p.commands++
-		if p.execute == nil {
-			p.execute = map[acpsdk.ToolCallId]bool{}
-		}
-		p.execute[tc.ToolCallId] = true
 	}
 	p.write(p.style(ansiBold, line) + "\n")
 	if tc.Kind == acpsdk.ToolKindRead && tc.Status == acpsdk.ToolCallStatusCompleted {
@@ -538,6 +614,16 @@ func (p *printer) toolCall(tc *acpsdk.SessionUpdateToolCall) {
 		// its notice and what the task changed.
 		p.printFenced(tc.Content)
 		p.printChanges(tc.Content)
+	}
+}
+
+// setCwd is the session's directory once known (a resumed session's own).
+func (p *printer) setCwd(cwd string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cwd = cwd
+	if p.changes != nil {
+		p.changes.cwd = cwd
 	}
 }
 
@@ -584,14 +670,8 @@ func (p *printer) toolUpdate(tu *acpsdk.SessionToolCallUpdate) {
 		}
 		return
 	}
-	if tu.Status == nil || (*tu.Status != acpsdk.ToolCallStatusCompleted && *tu.Status != acpsdk.ToolCallStatusFailed) {
+	if tu.Status == nil || !finished(*tu.Status) {
 		return
-	}
-	if p.execute[tu.ToolCallId] {
-		delete(p.execute, tu.ToolCallId)
-		if refusedResult(tu.Content) {
-			p.denied++
-		}
 	}
 	if exit, ok := tu.Meta["terminal_exit"].(map[string]any); ok {
 		// The output was printed live. What follows it is what the editor
@@ -665,18 +745,21 @@ func unfence(s string) (string, bool) {
 const howToAllow = "no terminal to ask on; to let commands run pass --yes (every command, unconfined), --allow PATTERN (commands matching it) or --default-mode sandbox (every command, confined)"
 
 func (p *printer) RequestPermission(ctx context.Context, r acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	p.question(r)
 	if p.asker != nil {
 		p.mu.Lock()
 		p.newline()
 		p.mu.Unlock()
 		// Not under mu while the person thinks: output keeps flowing.
-		return selected(p.asker.ask(ctx, r)), nil
+		id := p.asker.ask(ctx, r)
+		p.answer(r, id, "user")
+		return selected(id), nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	want := acpsdk.PermissionOptionKindRejectOnce
+	want, by := acpsdk.PermissionOptionKindRejectOnce, "no_terminal"
 	if p.yes {
-		want = acpsdk.PermissionOptionKindAllowOnce
+		want, by = acpsdk.PermissionOptionKindAllowOnce, "yes"
 	} else {
 		if p.refused == 0 && p.hint != nil {
 			title := ""
@@ -689,10 +772,47 @@ func (p *printer) RequestPermission(ctx context.Context, r acpsdk.RequestPermiss
 	}
 	for _, o := range r.Options {
 		if o.Kind == want {
+			p.answer(r, o.OptionId, by)
 			return selected(o.OptionId), nil
 		}
 	}
+	p.answer(r, "", by)
 	return selected(""), nil
+}
+
+// question is exec --json's event of a permission question.
+func (p *printer) question(r acpsdk.RequestPermissionRequest) {
+	if p.events == nil {
+		return
+	}
+	opts := make([]map[string]any, len(r.Options))
+	for i, o := range r.Options {
+		opts[i] = map[string]any{"id": o.OptionId, "name": o.Name, "kind": o.Kind}
+	}
+	f := map[string]any{"id": r.ToolCall.ToolCallId, "options": opts}
+	if r.ToolCall.Title != nil {
+		f["title"] = *r.ToolCall.Title
+	}
+	if r.ToolCall.RawInput != nil {
+		f["input"] = r.ToolCall.RawInput
+	}
+	p.events.emit("permission", f)
+}
+
+// answer is exec --json's event of how a question was answered (id ""
+// is no answer: the question was abandoned), and by whom: "user" on the
+// terminal, "yes" (--yes), "no_terminal" (refused: no one to ask).
+func (p *printer) answer(r acpsdk.RequestPermissionRequest, id acpsdk.PermissionOptionId, by string) {
+	if p.events == nil {
+		return
+	}
+	kind := "cancelled"
+	for _, o := range r.Options {
+		if o.OptionId == id && id != "" {
+			kind = string(o.Kind)
+		}
+	}
+	p.events.emit("permission_answer", map[string]any{"id": r.ToolCall.ToolCallId, "option_id": id, "kind": kind, "by": by})
 }
 
 // selected answers with an option, or cancelled for "".
