@@ -80,6 +80,10 @@ func TestUsageAndMessageIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 		ups := h.client.allUpdatesOf(sid)[before:]
+		if end := ups[len(ups)-1]; end.SessionInfoUpdate == nil || end.SessionInfoUpdate.UpdatedAt == nil {
+			t.Fatalf("prompt %d: last update %+v, want session_info_update with updatedAt", n, end)
+		}
+		ups = ups[:len(ups)-1]
 		last := ups[len(ups)-1]
 		if last.UsageUpdate == nil || last.UsageUpdate.Used != 1000*(n+1)+20 || last.UsageUpdate.Size != 50_000 || last.UsageUpdate.Meta != nil {
 			t.Fatalf("prompt %d: last update %+v, want usage_update %d of 50000", n, last, 1000*(n+1)+20)
@@ -166,8 +170,8 @@ func TestCompactOverACP(t *testing.T) {
 		t.Fatalf("summary request = %+v", sum)
 	}
 	ups := h.client.allUpdatesOf(sid)[before:]
-	if len(ups) != 3 || ups[0].ToolCall == nil || ups[1].ToolCallUpdate == nil || ups[2].UsageUpdate == nil {
-		t.Fatalf("updates of /compact = %+v, want tool_call, tool_call_update, usage_update", ups)
+	if len(ups) != 4 || ups[0].ToolCall == nil || ups[1].ToolCallUpdate == nil || ups[2].UsageUpdate == nil || ups[3].SessionInfoUpdate == nil {
+		t.Fatalf("updates of /compact = %+v, want tool_call, tool_call_update, usage_update, session_info_update", ups)
 	}
 	tc, done := ups[0].ToolCall, ups[1].ToolCallUpdate
 	if tc.Kind != acpsdk.ToolKindThink || tc.Title != "Compact conversation" || tc.Status != acpsdk.ToolCallStatusInProgress || done.ToolCallId != tc.ToolCallId {
@@ -202,7 +206,7 @@ func TestCompactOverACP(t *testing.T) {
 		t.Fatal(err)
 	}
 	ups = h.client.allUpdatesOf(sid)[before:]
-	if len(ups) != 2 || ups[1].ToolCallUpdate == nil || *ups[1].ToolCallUpdate.Status != acpsdk.ToolCallStatusFailed ||
+	if len(ups) != 3 || ups[2].SessionInfoUpdate == nil || ups[1].ToolCallUpdate == nil || *ups[1].ToolCallUpdate.Status != acpsdk.ToolCallStatusFailed ||
 		!strings.Contains(ups[1].ToolCallUpdate.Content[0].Content.Content.Text.Text, "overloaded") {
 		t.Fatalf("updates of a failed /compact = %+v", ups)
 	}
@@ -246,8 +250,8 @@ func TestTaskCommandsFenced(t *testing.T) {
 		}
 		var out strings.Builder
 		for _, u := range h.client.allUpdatesOf(sid)[before:] {
-			if u.AvailableCommandsUpdate != nil {
-				continue // a session's first prompt announces them again
+			if u.AvailableCommandsUpdate != nil || u.SessionInfoUpdate != nil {
+				continue // a session's first prompt announces them again; every turn ends with its info
 			}
 			if u.AgentMessageChunk == nil {
 				t.Errorf("%s: update %+v, want message chunks only", prompt, u)

@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 )
@@ -29,7 +28,7 @@ func (a *Agent) ListSessions(_ context.Context, p acpsdk.ListSessionsRequest) (r
 			info.Title = acpsdk.Ptr(s.Title)
 		}
 		if !s.Updated.IsZero() {
-			info.UpdatedAt = acpsdk.Ptr(s.Updated.UTC().Format(time.RFC3339))
+			info.UpdatedAt = acpsdk.Ptr(timestamp(s.Updated))
 		}
 		resp.Sessions = append(resp.Sessions, info)
 	}

@@ -146,6 +146,13 @@ func (m *mcpSession) Lookup(name string) (tools.Tool, bool) {
 	return t, true
 }
 
+// WaitStarted returns when every server has listed its tools or failed
+// (each bounded by --mcp-start-timeout), or ctx ends: a turn's first model
+// request waits for it (agent.Starting).
+func (m *mcpSession) WaitStarted(ctx context.Context) error {
+	return m.servers.WaitStarted(ctx)
+}
+
 // Close stops the servers: their processes are gone and the spill files
 // removed when it returns.
 func (m *mcpSession) Close() {

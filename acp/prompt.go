@@ -92,6 +92,8 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	// store is synced at this turn boundary, however the turn ended.
 	s.Finish(out)
 	s.Sync()
+	// Every turn: the editor's history is ordered by it.
+	ui.send(sessionInfo(s))
 	if news := s.SaveNews(); news != "" {
 		// In the answer, where the user reads; the model never sees it.
 		ui.send(messageChunk(agent.Event{Text: "\n\n" + news, MessageID: uuid.NewString()}))

@@ -3,6 +3,8 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -54,7 +56,7 @@ func (r *recorder) record(m agent.Message) {
 	if !r.prompted && m.Role == agent.RoleUser {
 		r.prompted = true
 		blocks, _ := json.Marshal(storedBlocks(r.blocks))
-		if title, set := r.s.AddPrompt(m.Content, blocks, m.Images); set {
+		if title, set := r.s.AddPromptAbout(m.Content, promptAbout(r.blocks), blocks, m.Images); set {
 			r.a.sendUpdate(r.ctx, r.s.ID, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{Title: acpsdk.Ptr(title)}})
 		}
 		return
@@ -67,6 +69,42 @@ func (r *recorder) record(m agent.Message) {
 		delete(r.views, m.ToolCallID)
 	}
 	r.s.AddMessage(m, view, isError)
+}
+
+// promptAbout is what the user typed of a prompt, for its title: the text
+// blocks, with a linked file as its @name, without embedded resources
+// (pasted selections, attached files) or images.
+func promptAbout(blocks []acpsdk.ContentBlock) string {
+	var parts []string
+	for _, c := range blocks {
+		switch {
+		case c.Text != nil:
+			parts = append(parts, c.Text.Text)
+		case c.ResourceLink != nil:
+			parts = append(parts, "@"+c.ResourceLink.Name)
+		}
+	}
+	// A space between blocks: a title collapses runs of them.
+	return strings.Join(parts, " ")
+}
+
+// sessionInfo is the session's title and time of last activity, as the
+// editor's history shows them (sent at the end of every turn).
+func sessionInfo(s *sessions.Session) acpsdk.SessionUpdate {
+	up := &acpsdk.SessionSessionInfoUpdate{UpdatedAt: acpsdk.Ptr(timestamp(s.Updated()))}
+	if t := s.Title(); t != "" {
+		up.Title = acpsdk.Ptr(t)
+	}
+	return acpsdk.SessionUpdate{SessionInfoUpdate: up}
+}
+
+// timestamp is a session time as ACP has it (ISO 8601); a session with no
+// activity yet is active now.
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // toolView is what the editor saw of a finished call, as a client without

@@ -26,6 +26,9 @@ const (
 	StopMaxTokens       StopReason = "max_tokens"
 	StopMaxTurnRequests StopReason = "max_turn_requests"
 	StopCancelled       StopReason = "cancelled"
+	// StopRefusal: the model refused (finish_reason content_filter); ACP
+	// tells the client not to send this prompt again as it is.
+	StopRefusal StopReason = "refusal"
 )
 
 // DefaultMaxRequests bounds the model requests of one prompt.
@@ -176,6 +179,16 @@ type ToolSource interface {
 	// and no longer does (its call then is an error result that says why);
 	// false for a name the source never had.
 	Lookup(name string) (tools.Tool, bool)
+}
+
+// Starting is a ToolSource whose tools may still be on their way (MCP
+// servers starting): the first model request of a turn waits for them, so
+// a prompt sent right after a session began is offered every tool.
+type Starting interface {
+	// WaitStarted returns when every tool of the source is listed or has
+	// failed to come (each bounded by the source's own start timeout), or
+	// when ctx ends.
+	WaitStarted(ctx context.Context) error
 }
 
 // Turn is one prompt's input.

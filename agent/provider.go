@@ -105,6 +105,9 @@ const (
 	FinishStop      FinishReason = "stop"
 	FinishToolCalls FinishReason = "tool_calls"
 	FinishLength    FinishReason = "length"
+	// FinishContentFilter: the endpoint's filter stopped the answer (the
+	// model refused); the turn ends with StopRefusal.
+	FinishContentFilter FinishReason = "content_filter"
 )
 
 // Delta is a piece of streamed output.

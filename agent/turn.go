@@ -73,6 +73,12 @@ func (l *Loop) Run(ctx context.Context, in Turn) (Outcome, error) {
 		return l.runCommand(ctx, in, name, arg, emit, log)
 	}
 	t := l.newTurn(ctx, in, emit, log)
+	if w, ok := in.Extra.(Starting); ok {
+		// A cancel ends the wait; run then ends the turn "cancelled".
+		if err := w.WaitStarted(ctx); err != nil {
+			log.Info("turn began before the session's tools were listed", zap.Error(err))
+		}
+	}
 	// The prompt in hand is never summarized: one that does not fit the
 	// window by itself cannot be sent at all.
 	if err := l.promptFits(t.system, t.out.Messages[0], in.Extra); err != nil {
@@ -298,6 +304,8 @@ func (t *turn) finalStop(resp Response) StopReason {
 		return StopCancelled
 	case resp.FinishReason == FinishLength:
 		return StopMaxTokens
+	case resp.FinishReason == FinishContentFilter:
+		return StopRefusal
 	}
 	return StopEndTurn
 }

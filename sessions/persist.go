@@ -123,10 +123,18 @@ func (s *Session) queueNotice(text string) {
 //
 // The prompt's images are stored beside the log, and the entry names them.
 func (s *Session) AddPrompt(text string, blocks json.RawMessage, images []agent.Image) (title string, set bool) {
+	return s.AddPromptAbout(text, text, blocks, images)
+}
+
+// AddPromptAbout is AddPrompt for a prompt whose title is made from about
+// (what the user typed: the text without what was attached to it) rather
+// than from the whole text the model is given. A prompt with nothing to
+// make a title of leaves the session untitled, for the next one.
+func (s *Session) AddPromptAbout(text, about string, blocks json.RawMessage, images []agent.Image) (title string, set bool) {
 	s.noteSeq(s.persist(store.Prompt{Text: text, Blocks: blocks, Images: s.putImages(images)}))
 	s.mu.Lock()
 	if s.title == "" {
-		s.title = MakeTitle(text)
+		s.title = MakeTitle(about)
 		title, set = s.title, s.title != ""
 	}
 	s.mu.Unlock()
@@ -218,12 +226,18 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 }
 
 // MakeTitle is a session's title from its first prompt: the first
-// non-empty line, at most TitleMax characters, cut at a word when it is
-// longer.
+// non-empty line outside a fenced block (code pasted into the prompt says
+// little of what the thread is about), at most TitleMax characters, cut at
+// a word when it is longer.
 func MakeTitle(prompt string) string {
-	line := ""
+	line, fenced := "", false
 	for _, l := range strings.Split(prompt, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~") {
+			fenced = !fenced
+			continue
+		}
+		if l != "" && !fenced {
 			line = l
 			break
 		}

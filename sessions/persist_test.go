@@ -22,6 +22,8 @@ func TestMakeTitle(t *testing.T) {
 		{"\n\n  spaced   out  \n", "spaced out"},
 		{long, strings.TrimSpace(strings.Repeat("word ", 16))},
 		{strings.Repeat("x", 100), strings.Repeat("x", 80)},
+		{"```go\nfunc main() {}\n```\nwhy does this not build?", "why does this not build?"},
+		{"~~~\n\n~~~\n\nexplain", "explain"},
 	} {
 		got := sessions.MakeTitle(tc.in)
 		if got != tc.want || len([]rune(got)) > sessions.TitleMax {

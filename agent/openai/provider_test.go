@@ -273,9 +273,15 @@ func TestStreamAccumulates(t *testing.T) {
 		},
 		{
 			name:       "unknown finish reason is stop",
-			events:     []string{text("x"), finish("content_filter"), done},
+			events:     []string{text("x"), finish("eos"), done},
 			wantDeltas: []agent.Delta{{Text: "x"}},
 			want:       agent.Response{Message: agent.Message{Role: agent.RoleAssistant, Content: "x"}, FinishReason: agent.FinishStop},
+		},
+		{
+			name:       "content_filter is a refusal",
+			events:     []string{text("x"), finish("content_filter"), done},
+			wantDeltas: []agent.Delta{{Text: "x"}},
+			want:       agent.Response{Message: agent.Message{Role: agent.RoleAssistant, Content: "x"}, FinishReason: agent.FinishContentFilter},
 		},
 		{
 			name:   "stop with tool calls is tool_calls",

@@ -222,8 +222,8 @@ func (a *accumulator) response() agent.Response {
 	}
 }
 
-// mapFinish maps finish_reason. Unknown reasons (content_filter,
-// function_call, "eos" from some local servers) become stop, except that a
+// mapFinish maps finish_reason. content_filter is a refusal; unknown reasons
+// (function_call, "eos" from some local servers) become stop, except that a
 // response carrying tool calls is a tool-call turn whatever the server says:
 // the calls must be answered before the model can go on. Conversely
 // "tool_calls" with no call is a stop, so the turn loop cannot spin on an
@@ -234,6 +234,8 @@ func mapFinish(reason string, hasCalls bool) agent.FinishReason {
 		return agent.FinishLength
 	case hasCalls:
 		return agent.FinishToolCalls
+	case reason == "content_filter":
+		return agent.FinishContentFilter
 	default:
 		return agent.FinishStop
 	}

@@ -216,10 +216,10 @@ func (raw scriptTurn) finish(calls bool) (agent.FinishReason, error) {
 			return agent.FinishToolCalls, nil
 		}
 		return agent.FinishStop, nil
-	case string(agent.FinishStop), string(agent.FinishLength), string(agent.FinishToolCalls):
+	case string(agent.FinishStop), string(agent.FinishLength), string(agent.FinishToolCalls), string(agent.FinishContentFilter):
 		return agent.FinishReason(raw.Finish), nil
 	}
-	return "", fmt.Errorf(`finish %q: want "stop", "length" or "tool_calls"`, raw.Finish)
+	return "", fmt.Errorf(`finish %q: want "stop", "length", "tool_calls" or "content_filter"`, raw.Finish)
 }
 
 // argumentsText turns a script's arguments value into the text a model

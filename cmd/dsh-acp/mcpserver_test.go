@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,7 +31,13 @@ const mcpBigLines = 10000
 // in a session of its own, which it never waits for: a daemon that left the
 // server's process group and session. In mode "image" it serves a second
 // tool, picture, whose result is a text and mcpPicture, a PNG.
+//
+// In mode "slow" it first waits two seconds, as a server that downloads
+// or indexes before it answers: a turn's first request waits for it.
 func mcpServerMain(mode string) int {
+	if mode == "slow" {
+		time.Sleep(2 * time.Second)
+	}
 	if mode == "setsid" {
 		daemon := exec.Command("sleep", "1000")
 		daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
