@@ -78,10 +78,10 @@ type Options struct {
 	// Images is --images: "on" sends images to any model, "off" to none,
 	// empty to the models known to read them.
 	Images string
-	// Authenticate takes up a key the editor's sign-in stored; an error
-	// says none is there yet. Nil: authenticate always succeeds.
-	Authenticate func(ctx context.Context) error
-	Logger       *zap.Logger
+	// SignIn is the sign-in to the model endpoint; nil offers none (a
+	// scripted model needs no key) and authenticate always succeeds.
+	SignIn *SignIn
+	Logger *zap.Logger
 }
 
 // Agent implements the SDK's Agent interface.
@@ -98,7 +98,7 @@ type Agent struct {
 	// announce sends a new session's commands after its reply.
 	announce announcer
 
-	// mu guards conn, terminalOutput and clientReadsFiles.
+	// mu guards conn, terminalOutput, clientReadsFiles and signInOffered.
 	mu   sync.Mutex
 	conn client
 	// terminalOutput: the client announced Zed's display-only terminal
@@ -107,6 +107,8 @@ type Agent struct {
 	// clientReadsFiles: the client offers fs/read_text_file
 	// (clientCapabilities.fs.readTextFile).
 	clientReadsFiles bool
+	// signInOffered: initialize offered this client a sign-in it can run.
+	signInOffered bool
 }
 
 // New returns an Agent; call Serve to run it over a connection.

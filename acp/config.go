@@ -3,6 +3,7 @@ package acp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,37 +33,58 @@ type ModelLister interface {
 // endpoint costs the first session/new at most this.
 const modelListTimeout = 3 * time.Second
 
-// models is the model option's values, listed once per process.
+// models is the model option's values, listed once per process — and
+// again after a sign-in: a listing that failed for want of a key (no key
+// yet, or a key the endpoint refused) is tried again at the next need,
+// and reset forgets the list (after authenticate and logout).
 type models struct {
 	lister ModelLister
 	def    string
 	log    *zap.Logger
 
-	once sync.Once
-	// list is set once by once: the default first, then the endpoint's.
-	list []string
+	// mu guards list and listed; it is held across a listing, so
+	// concurrent callers wait for one request instead of each sending one.
+	mu sync.Mutex
+	// list is the default first, then the endpoint's; listed says it is
+	// final until reset.
+	list   []string
+	listed bool
 }
 
 func (m *models) get(ctx context.Context) []string {
-	m.once.Do(func() {
-		m.list = []string{m.def}
-		if m.lister == nil {
-			return
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.listed {
+		return m.list
+	}
+	m.list = []string{m.def}
+	m.listed = true
+	if m.lister == nil {
+		return m.list
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), modelListTimeout)
+	defer cancel()
+	names, err := m.lister.ListModels(ctx)
+	if err != nil {
+		// Without a key there is no list yet, but there will be one once
+		// the user signs in (in a terminal the agent hears nothing of).
+		m.listed = !errors.Is(err, agent.ErrAuthRequired)
+		m.log.Warn("listing models failed; offering the configured one only", zap.Error(err))
+		return m.list
+	}
+	for _, n := range names {
+		if n != "" && n != m.def {
+			m.list = append(m.list, n)
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), modelListTimeout)
-		defer cancel()
-		names, err := m.lister.ListModels(ctx)
-		if err != nil {
-			m.log.Warn("listing models failed; offering the configured one only", zap.Error(err))
-			return
-		}
-		for _, n := range names {
-			if n != "" && n != m.def {
-				m.list = append(m.list, n)
-			}
-		}
-	})
+	}
 	return m.list
+}
+
+// reset makes the next get list the models again.
+func (m *models) reset() {
+	m.mu.Lock()
+	m.listed = false
+	m.mu.Unlock()
 }
 
 func (m *models) has(ctx context.Context, name string) bool {

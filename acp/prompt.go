@@ -102,9 +102,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 		log.Warn("prompt failed", zap.Error(runErr))
 		if errors.Is(runErr, agent.ErrAuthRequired) {
 			// The editor offers its sign-in (authMethods) on this code.
-			re := acpsdk.NewAuthRequired(map[string]any{"error": runErr.Error()})
-			re.Message = runErr.Error()
-			return acpsdk.PromptResponse{}, re
+			return acpsdk.PromptResponse{}, authRequired(runErr)
 		}
 		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32603, Message: runErr.Error()}
 	}

@@ -59,6 +59,9 @@ func (a *Agent) modeList() string {
 // NewSession registers a session for an absolute, existing cwd.
 func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (resp acpsdk.NewSessionResponse, err error) {
 	defer a.recoverTo("session/new", &err)
+	if err := a.signInNeeded(ctx); err != nil {
+		return acpsdk.NewSessionResponse{}, err
+	}
 	s, err := a.opts.Sessions.Create(p.Cwd)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)

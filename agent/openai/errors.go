@@ -234,10 +234,14 @@ func (p *Provider) describeStatus(e *statusError, after string) string {
 	case http.StatusUnauthorized:
 		// The server's message is left out on purpose: some servers echo the
 		// (masked or whole) key back.
-		if p.key() == "" {
-			return fmt.Sprintf("no API key: the model endpoint %s requires one (401); sign in (dsh-acp login), or set DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
+		if k, why := p.currentKey(); k == "" {
+			note := ""
+			if why != nil {
+				note = " (" + why.Error() + ")"
+			}
+			return fmt.Sprintf("no API key: the model endpoint %s requires one (401); sign in to it (dsh-acp login --base-url %s, or your editor's sign-in), or set DSH_API_KEY or DEEPSEEK_API_KEY%s", p.endpoint, p.endpoint, note)
 		}
-		return fmt.Sprintf("the model endpoint %s rejected the API key (401); sign in again (dsh-acp login), or check DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint)
+		return fmt.Sprintf("the model endpoint %s rejected the API key (401); sign in to it again (dsh-acp login --base-url %s, or your editor's sign-in), or check DSH_API_KEY or DEEPSEEK_API_KEY", p.endpoint, p.endpoint)
 	case http.StatusPaymentRequired:
 		return fmt.Sprintf("the model endpoint %s refused the request (402, usually an empty balance)%s", p.endpoint, server)
 	case http.StatusTooManyRequests:
@@ -267,11 +271,55 @@ func serverMessage(m string) string {
 
 // redact removes the API key from text that may have come from a server.
 func (p *Provider) redact(s string) string {
-	key := p.key()
-	if key == "" {
+	return HideKey(s, p.key())
+}
+
+// MinKeyLen is the shortest key HideKey hides. Real keys are long
+// (DeepSeek's 35 characters, OpenAI's and OpenRouter's longer; vLLM's docs
+// use "token-abc123"); a shorter one is a placeholder a local server
+// ignores ("ollama", "EMPTY", "x"), and hiding it would garble text that
+// merely contains it.
+const MinKeyLen = 8
+
+// wholeKeyLen: see HideKey.
+const wholeKeyLen = 20
+
+// HideKey replaces key in s with "[API key]" where it stands as a whole
+// token — not inside a longer word — and only when it is long enough to
+// be a key (MinKeyLen): "ollama-coder" stays itself when the key is
+// "ollama", "monkeys" when it is "monkey". A key of wholeKeyLen or more
+// characters is hidden wherever it occurs: no word contains one by
+// chance, and one glued to other text is still the key.
+func HideKey(s, key string) string {
+	if len(key) < MinKeyLen || !strings.Contains(s, key) {
 		return s
 	}
-	return strings.ReplaceAll(s, key, "[API key]")
+	if len(key) >= wholeKeyLen {
+		return strings.ReplaceAll(s, key, "[API key]")
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, key)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(key)
+		whole := (i == 0 || !keyChar(s[i-1])) && (end == len(s) || !keyChar(s[end]))
+		b.WriteString(s[:i])
+		if whole {
+			b.WriteString("[API key]")
+		} else {
+			b.WriteString(key)
+		}
+		s = s[end:]
+	}
+}
+
+// keyChar: a byte that can be part of a key token (letters, digits, "-"
+// and "_", as in sk-or-v1-…); a key next to one is part of a longer word.
+func keyChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c >= 0x80
 }
 
 func plural(n int, one, many string) string {
@@ -300,8 +348,14 @@ func (e *providerError) Unwrap() []error {
 
 // redactErr is err with the API key taken out of its text, still wrapping
 // err and agent.ErrProvider.
+// A refused key (401) also wraps agent.ErrAuthRequired.
 func (p *Provider) redactErr(err error) error {
-	return &providerError{msg: p.redact(err.Error()), kinds: []error{agent.ErrProvider}, cause: err}
+	kinds := []error{agent.ErrProvider}
+	var statusErr *statusError
+	if errors.As(err, &statusErr) && statusErr.status == http.StatusUnauthorized {
+		kinds = append(kinds, agent.ErrAuthRequired)
+	}
+	return &providerError{msg: p.redact(err.Error()), kinds: kinds, cause: err}
 }
 
 // ErrModelNotServed marks a request the endpoint refused because it does

@@ -15,13 +15,14 @@ const ModelsTimeout = 3 * time.Second
 // such route (many local servers), a refused key, a timeout — is returned
 // naming the endpoint; the caller decides what to show instead.
 func (p *Provider) Models(ctx context.Context) ([]string, error) {
-	if err := p.Check(); err != nil {
+	key, err := p.requestKey()
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, ModelsTimeout)
 	defer cancel()
 	d := &watchedDoer{client: p.http}
-	list, err := p.client(d).ListModels(ctx)
+	list, err := p.client(d, key).ListModels(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("list models at %s: %w", p.endpoint, ctx.Err())

@@ -71,6 +71,13 @@ type Options struct {
 	// loopback address (a local Ollama or llama.cpp needs none); for any other
 	// endpoint Stream fails with ErrNoAPIKey before touching the network.
 	APIKey string
+	// Key, if set, is asked for the key before each request (and each
+	// model listing) and wins over APIKey: a sign-in in another process —
+	// the editor's terminal running dsh-acp login — stores a key while
+	// this one runs, and the next request carries it. "" means none; a
+	// non-nil error says why none can be used, and is added to the "no API
+	// key" message. It is called for every request: it must be cheap.
+	Key func() (string, error)
 	// HTTPClient carries the requests. Nil means a client of our own with
 	// no overall timeout (streams run as long as the model writes; silence
 	// is bounded by IdleTimeout).
@@ -102,8 +109,18 @@ type Options struct {
 // agent.ErrAuthRequired) by Stream and Check when the endpoint needs a key
 // and none was configured.
 var ErrNoAPIKey error = &providerError{
-	msg:   agent.ErrProvider.Error() + ": no API key: sign in (run dsh-acp login, or your editor's sign-in), or set DSH_API_KEY or DEEPSEEK_API_KEY",
+	msg:   agent.ErrProvider.Error() + ": no API key",
 	kinds: []error{agent.ErrProvider, agent.ErrAuthRequired},
+}
+
+// noKey is ErrNoAPIKey for endpoint, saying how to sign in there; why,
+// when set, says why no key can be used.
+func noKey(endpoint string, why error) error {
+	msg := fmt.Sprintf("%v for the model endpoint %s: sign in to it (dsh-acp login --base-url %s, or your editor's sign-in), or set DSH_API_KEY or DEEPSEEK_API_KEY", ErrNoAPIKey, endpoint, endpoint)
+	if why != nil {
+		msg += " (" + why.Error() + ")"
+	}
+	return &providerError{msg: msg, kinds: []error{ErrNoAPIKey, agent.ErrProvider, agent.ErrAuthRequired}}
 }
 
 // Provider implements agent.Provider. It is safe for concurrent use: every
@@ -115,8 +132,10 @@ type Provider struct {
 	// loopback: the endpoint is on this machine and needs no key.
 	loopback bool
 	// keyMu guards apiKey, which a sign-in may set while requests run.
-	keyMu       sync.RWMutex
-	apiKey      string
+	keyMu  sync.RWMutex
+	apiKey string
+	// lookup is Options.Key.
+	lookup      func() (string, error)
 	maxRetries  int
 	backoff     func(int) time.Duration
 	log         *zap.Logger
@@ -138,6 +157,7 @@ func New(opts Options) (*Provider, error) {
 		endpoint:    strings.TrimSuffix(base.String(), "/"),
 		model:       opts.Model,
 		apiKey:      opts.APIKey,
+		lookup:      opts.Key,
 		loopback:    isLoopback(base.Hostname()),
 		maxRetries:  opts.MaxRetries,
 		backoff:     opts.RetryBackoff,
@@ -181,24 +201,50 @@ func New(opts Options) (*Provider, error) {
 // Check reports a configuration problem that would make every Stream fail
 // (today: a missing API key), so a caller can warn at startup.
 func (p *Provider) Check() error {
-	if p.key() == "" && !p.loopback {
-		return fmt.Errorf("%w (the model endpoint %s needs one)", ErrNoAPIKey, p.endpoint)
+	_, err := p.requestKey()
+	return err
+}
+
+// requestKey is the key the next request carries ("" for a loopback
+// endpoint without one), or ErrNoAPIKey saying how to sign in.
+func (p *Provider) requestKey() (string, error) {
+	key, why := p.currentKey()
+	if key == "" && !p.loopback {
+		return "", noKey(p.endpoint, why)
 	}
-	return nil
+	return key, nil
 }
 
-// key is the API key requests carry now.
-func (p *Provider) key() string {
+// currentKey is the key now: the one Options.Key finds, else the one set.
+func (p *Provider) currentKey() (string, error) {
 	p.keyMu.RLock()
-	defer p.keyMu.RUnlock()
-	return p.apiKey
+	key, lookup := p.apiKey, p.lookup
+	p.keyMu.RUnlock()
+	if lookup != nil {
+		k, err := lookup()
+		if k != "" {
+			return k, nil
+		}
+		if key == "" {
+			return "", err
+		}
+	}
+	return key, nil
 }
 
-// SetAPIKey replaces the API key from the next request on (a sign-in
-// after start-up).
+// key is the API key requests carry now ("" with none).
+func (p *Provider) key() string {
+	k, _ := p.currentKey()
+	return k
+}
+
+// SetAPIKey replaces the API key from the next request on, and stops
+// looking one up (Options.Key): dsh-acp login checks the key it was given,
+// whatever is stored.
 func (p *Provider) SetAPIKey(key string) {
 	p.keyMu.Lock()
 	p.apiKey = key
+	p.lookup = nil
 	p.keyMu.Unlock()
 }
 
@@ -210,7 +256,8 @@ func (p *Provider) Model() string { return p.model }
 
 // Stream sends req and streams the answer; see agent.Provider.
 func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agent.Delta)) (agent.Response, error) {
-	if err := p.Check(); err != nil {
+	key, err := p.requestKey()
+	if err != nil {
 		return agent.Response{}, err
 	}
 	params, extras, err := p.build(req)
@@ -223,7 +270,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 	}
 	p.log.Debug("model request", zap.Int("messages", len(req.Messages)), zap.Int("tools", len(req.Tools)))
 	for retry := 0; ; retry++ {
-		resp, delivered, err := p.attempt(ctx, params, body, emit)
+		resp, delivered, err := p.attempt(ctx, key, params, body, emit)
 		if err == nil {
 			p.log.Debug("model answer", zap.String("finish", string(resp.FinishReason)),
 				zap.Int("text_bytes", len(resp.Message.Content)), zap.Int("tool_calls", len(resp.Message.ToolCalls)),
@@ -270,9 +317,9 @@ func (p *Provider) failure(ctx context.Context, err error, retries int, model st
 // attempt runs one HTTP request. delivered reports whether any delta was
 // emitted (or any tool call started), after which a retry would duplicate
 // output the user already saw.
-func (p *Provider) attempt(ctx context.Context, params goopenai.ChatCompletionRequest, body []byte, emit func(agent.Delta)) (agent.Response, bool, error) {
+func (p *Provider) attempt(ctx context.Context, key string, params goopenai.ChatCompletionRequest, body []byte, emit func(agent.Delta)) (agent.Response, bool, error) {
 	d := &watchedDoer{client: p.http, idle: p.idleTimeout, body: body}
-	stream, err := p.client(d).CreateChatCompletionStream(ctx, params)
+	stream, err := p.client(d, key).CreateChatCompletionStream(ctx, params)
 	if err != nil {
 		return agent.Response{}, false, d.requestError(err)
 	}
@@ -316,12 +363,13 @@ func (p *Provider) attempt(ctx context.Context, params goopenai.ChatCompletionRe
 	return acc.response(), true, nil
 }
 
-// client is a go-openai client for one attempt: the doer carries that
-// attempt's watchdog and keeps its response headers (Retry-After).
-func (p *Provider) client(d goopenai.HTTPDoer) *goopenai.Client {
+// client is a go-openai client for one attempt, carrying key (none when
+// ""): the doer carries that attempt's watchdog and keeps its response
+// headers (Retry-After).
+func (p *Provider) client(d goopenai.HTTPDoer, key string) *goopenai.Client {
 	// DefaultConfig rather than anything reading OPENAI_* variables: this
 	// program's configuration is its own flags and DSH_* variables.
-	cfg := goopenai.DefaultConfig(p.key())
+	cfg := goopenai.DefaultConfig(key)
 	cfg.BaseURL = p.endpoint
 	cfg.HTTPClient = d
 	// Lines that are not data (blank lines, DeepSeek's ": keep-alive"
@@ -372,6 +420,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Endpoint is raw as requests see it, the normalised base URL (see
+// Options.BaseURL; "" is DefaultBaseURL's): scheme, host, port and path,
+// without the trailing slash — what Provider.Endpoint says, and what a
+// stored key is kept for.
+func Endpoint(raw string) (string, error) {
+	u, err := normalizeBaseURL(raw)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
 func normalizeBaseURL(raw string) (*url.URL, error) {
 	if raw == "" {
 		raw = DefaultBaseURL
@@ -382,6 +442,17 @@ func normalizeBaseURL(raw string) (*url.URL, error) {
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("base URL %q: want http:// or https:// and a host, e.g. %s", raw, DefaultBaseURL)
+	}
+	// One endpoint, one spelling: the scheme and host in lower case, no
+	// default port (a stored key is kept per
+	// endpoint, and HTTPS://API.DEEPSEEK.COM:443 is DeepSeek's too).
+	u.Scheme = strings.ToLower(u.Scheme)
+	u.Host = strings.ToLower(u.Host)
+	if p := u.Port(); p == "443" && u.Scheme == "https" || p == "80" && u.Scheme == "http" {
+		u.Host = u.Hostname()
+		if strings.Contains(u.Host, ":") {
+			u.Host = "[" + u.Host + "]"
+		}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.Path = strings.TrimSuffix(u.Path, "/chat/completions")

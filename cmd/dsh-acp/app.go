@@ -114,7 +114,7 @@ func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Pro
 		}
 	} else {
 		op, err = openai.New(openai.Options{
-			BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey,
+			BaseURL: cfg.baseURL, Model: cfg.model, Key: lookupKey(cfg.getenv, cfg.baseURL),
 			IdleTimeout: cfg.modelTimeout, Logger: log.Named("model"),
 		})
 		if err != nil {
@@ -139,18 +139,54 @@ func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Pro
 	return p, op, closers, nil
 }
 
-// authenticate takes up the key a sign-in stored (the environment's, read
-// at start, still wins). A scripted run needs none.
-func authenticate(cfg *config, op *openai.Provider) func(context.Context) error {
-	return func(context.Context) error {
-		if op == nil {
-			return nil
-		}
-		if key := apiKey(cfg.getenv); key != "" {
-			op.SetAPIKey(key)
-		}
-		return op.Check()
+// signIn is the editor's sign-in to the model endpoint; nil for a
+// scripted run, which needs no key. The key is looked up at every request
+// (lookupKey), so Ready only says whether one is there now.
+func signIn(cfg *config, op *openai.Provider) *acp.SignIn {
+	if op == nil {
+		return nil
 	}
+	return &acp.SignIn{
+		Ready: func(context.Context) error { return op.Check() },
+		Logout: func(context.Context) (string, error) {
+			return logout(cfg.getenv, cfg.baseURL)
+		},
+		Command: selfPath(),
+		Args:    cfg.serveArgs,
+		Env:     signInEnv(cfg.getenv),
+	}
+}
+
+// selfPath is the running binary's absolute path, for an editor to run
+// it again in a terminal; "dsh-acp" (found in PATH) when it is unknown.
+func selfPath() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "dsh-acp"
+	}
+	if abs, err := filepath.Abs(exe); err == nil {
+		return abs
+	}
+	return exe
+}
+
+// signInEnvNames are the variables a terminal sign-in must see as this
+// process sees them: which endpoint (the settings the endpoint may come
+// from) and where keys are kept. An editor may have set them for the agent
+// only; none of them holds a key.
+var signInEnvNames = []string{"DSH_BASE_URL", "XDG_CONFIG_HOME", "HOME"}
+
+func signInEnv(getenv env) map[string]string {
+	out := map[string]string{}
+	if getenv == nil {
+		return out
+	}
+	for _, n := range signInEnvNames {
+		if v := getenv(n); v != "" {
+			out[n] = v
+		}
+	}
+	return out
 }
 
 // agentFiles are the agent's own files, which no command may read: the
@@ -272,13 +308,13 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 			SpillParent:   a.exec.OwnerSpillDir,
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
-		Version:      version,
-		Model:        modelName(cfg),
-		Models:       newModelLister(cfg, op),
-		Authenticate: authenticate(cfg, op),
-		Thinking:     cfg.thinking,
-		Images:       cfg.images,
-		Logger:       log.Named("acp"),
+		Version:  version,
+		Model:    modelName(cfg),
+		Models:   newModelLister(cfg, op),
+		SignIn:   signIn(cfg, op),
+		Thinking: cfg.thinking,
+		Images:   cfg.images,
+		Logger:   log.Named("acp"),
 	})
 	if err != nil {
 		return nil, err

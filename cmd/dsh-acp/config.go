@@ -28,9 +28,11 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 type config struct {
 	// explain adds to an error naming a flag the config file line that
 	// set it (nil: no file was read).
-	explain      func(error) error
-	baseURL      string
-	model        string
+	explain func(error) error
+	baseURL string
+	model   string
+	// apiKey is the environment's key (DSH_API_KEY, DEEPSEEK_API_KEY); a
+	// stored one is looked up per endpoint when needed (lookupKey).
 	apiKey       string
 	script       string
 	scriptRecord string
@@ -62,6 +64,10 @@ type config struct {
 	spillDir  string
 	stateDir  string
 	noPersist bool
+	// serveArgs are the server's command-line flags, as given: an editor's
+	// terminal sign-in runs the binary with them and "login", so it signs
+	// in to the endpoint this process uses.
+	serveArgs []string
 	// getenv is the environment the config was parsed from (the default
 	// state directory is looked up from it when a store is opened).
 	getenv env
@@ -379,9 +385,10 @@ func parseServe(args []string, getenv env) (*config, error) {
 	if len(rest) > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: the server takes flags only (see dsh-acp help)", rest[0])
 	}
-	cfg.apiKey = apiKey(getenv)
+	cfg.apiKey, _ = envKey(getenv)
 	cfg.spillDir = getenv("TMPDIR")
 	cfg.explain = l.explain
+	cfg.serveArgs = append([]string{}, args...)
 	return cfg, l.explain(cfg.validate())
 }
 
@@ -405,7 +412,7 @@ func parseExec(args []string, getenv env) (*config, error) {
 		return nil, fmt.Errorf("--cwd: %w", err)
 	}
 	cfg.cwd = cwd
-	cfg.apiKey = apiKey(getenv)
+	cfg.apiKey, _ = envKey(getenv)
 	cfg.spillDir = getenv("TMPDIR")
 	switch {
 	case cfg.cont && cfg.noPersist:

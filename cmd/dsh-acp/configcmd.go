@@ -90,7 +90,11 @@ func printConfig(w io.Writer, l *layered, getenv env, defaults map[string]string
 	default:
 		fmt.Fprintf(w, "config file: %s (not there; every setting below is a flag, the environment or a default)\n", l.file.path)
 	}
-	fmt.Fprintf(w, "api key: %s\n\n", keySource(getenv))
+	baseURL := ""
+	if f := l.fs.Lookup("base-url"); f != nil {
+		baseURL = f.Value.String()
+	}
+	fmt.Fprintf(w, "api key: %s\n\n", keyOrigin(getenv, baseURL))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
 	l.fs.VisitAll(func(f *flag.Flag) {
@@ -106,15 +110,18 @@ func printConfig(w io.Writer, l *layered, getenv env, defaults map[string]string
 	tw.Flush()
 }
 
-// keySource says where the API key would come from, never its value: the
-// environment first, as the agent reads it, then the file dsh-acp login
-// stored.
-func keySource(getenv env) string {
-	_, from, err := keyFrom(getenv)
+// keyOrigin says where the API key for the endpoint baseURL names would
+// come from, never its value: the environment first, as the agent reads
+// it, then the key dsh-acp login stored for that endpoint.
+func keyOrigin(getenv env, baseURL string) string {
+	_, from, err := keyFrom(getenv, baseURL)
 	switch {
 	case err != nil:
 		return "not usable: " + err.Error()
 	case from == "":
+		if _, why := lookupKey(getenv, baseURL)(); why != nil {
+			return "not set for this endpoint (" + why.Error() + ")"
+		}
 		return "not set"
 	}
 	return "set, " + from

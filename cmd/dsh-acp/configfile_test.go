@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dsh-acp/dsh-acp/agent/openai"
+	"github.com/dsh-acp/dsh-acp/internal/keystore"
 )
 
 // configEnv is an environment whose config directory is a fresh one with
@@ -256,8 +259,9 @@ func TestConfigCommandFlagOverFile(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-stored-not-printed"
 	getenv, path := configEnv(t, "timeout = \"5m\"\nmodel = \"from-file\"\n", nil)
-	keyPath := filepath.Join(filepath.Dir(path), keyFileName)
-	if err := os.WriteFile(keyPath, []byte(secret+"\n"), 0o600); err != nil {
+	st := &keystore.Store{Dir: filepath.Dir(path)}
+	keyPath, err := st.Put(openai.DefaultBaseURL+"/v1", secret)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
@@ -268,7 +272,7 @@ func TestConfigCommandFlagOverFile(t *testing.T) {
 	if strings.Contains(got, secret) {
 		t.Fatalf("config printed the API key:\n%s", got)
 	}
-	if want := "api key: set, stored by dsh-acp login (" + keyPath + ")"; !strings.Contains(got, want) {
+	if want := "api key: set, stored by dsh-acp login for https://api.deepseek.com/v1 (" + keyPath + ")"; !strings.Contains(got, want) {
 		t.Errorf("config output lacks %q:\n%s", want, got)
 	}
 	rows := map[string]string{"timeout": "7m0s flag", "model": "from-file config file, line 2"}

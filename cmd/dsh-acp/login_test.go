@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,11 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/agent/openai"
+	"github.com/dsh-acp/dsh-acp/internal/keystore"
 	"github.com/dsh-acp/dsh-acp/internal/mockllm"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
-// userEnv is an environment whose config directory is a fresh temp dir.
+// userEnv is an environment whose config directory is a fresh temp dir;
+// path is the stored keys' index there.
 func userEnv(t *testing.T, extra ...string) (env, string) {
 	t.Helper()
 	home := t.TempDir()
@@ -21,12 +25,22 @@ func userEnv(t *testing.T, extra ...string) (env, string) {
 	for i := 0; i+1 < len(extra); i += 2 {
 		vals[extra[i]] = extra[i+1]
 	}
-	return func(k string) string { return vals[k] }, filepath.Join(home, "config", "dsh-acp", keyFileName)
+	return func(k string) string { return vals[k] }, filepath.Join(home, "config", "dsh-acp", keystore.FileName)
+}
+
+// storedFor is the key a run against baseURL uses.
+func storedFor(t *testing.T, getenv env, baseURL string) string {
+	t.Helper()
+	k, err := lookupKey(getenv, baseURL)()
+	if err != nil && k != "" {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func TestLoginChecksAndStoresTheKey(t *testing.T) {
 	t.Parallel()
-	m := mockllm.New(t, mockllm.Options{Key: "sk-good"})
+	m := mockllm.New(t, mockllm.Options{Key: "sk-good-0123456789"})
 	getenv, path := userEnv(t)
 	ctx := testutil.Context(t)
 	login := func(key string) (int, string) {
@@ -37,7 +51,7 @@ func TestLoginChecksAndStoresTheKey(t *testing.T) {
 		}
 		return code, errb.String()
 	}
-	if code, msg := login("sk-bad"); code != 1 || !strings.Contains(msg, "refused this key") {
+	if code, msg := login("sk-bad-0123456789"); code != 1 || !strings.Contains(msg, "refused this key") {
 		t.Errorf("a wrong key: exit %d, %q", code, msg)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -46,31 +60,41 @@ func TestLoginChecksAndStoresTheKey(t *testing.T) {
 	if code, msg := login(""); code != 1 || !strings.Contains(msg, "no key given") {
 		t.Errorf("no key: exit %d, %q", code, msg)
 	}
-	// As an editor's terminal sign-in runs it: the agent's flags, then login.
-	var out, errb bytes.Buffer
-	if code := run(ctx, []string{"--base-url", m.URL, "--allow", "git status", "login"}, strings.NewReader("sk-bad\n"), &out, &errb, getenv); code != 1 || !strings.Contains(errb.String(), "refused this key") {
-		t.Errorf("flags before login: exit %d, %q", code, errb.String())
+	// As an editor's terminal sign-in runs it: the agent's flags, then
+	// login (also after "serve").
+	for _, args := range [][]string{{"--base-url", m.URL, "--allow", "git status", "login"}, {"serve", "--base-url", m.URL, "login"}} {
+		var out, errb bytes.Buffer
+		if code := run(ctx, args, strings.NewReader("sk-bad-0123456789\n"), &out, &errb, getenv); code != 1 || !strings.Contains(errb.String(), "refused this key") {
+			t.Errorf("%q: exit %d, %q", args, code, errb.String())
+		}
 	}
-	if code, msg := login("sk-good"); code != 0 || !strings.Contains(msg, "Signed in") || strings.Contains(msg, "sk-good") {
+	if code, msg := login("sk-good-0123456789"); code != 0 || !strings.Contains(msg, "Signed in") || !strings.Contains(msg, "sent only to "+m.URL) || strings.Contains(msg, "sk-good") {
 		t.Fatalf("the right key: exit %d, %q", code, msg)
 	}
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("stored key %v, %v; want mode 0600", fi, err)
+		t.Fatalf("stored keys %v, %v; want mode 0600", fi, err)
 	}
 	if di, err := os.Stat(filepath.Dir(path)); err != nil || di.Mode().Perm() != 0o700 {
 		t.Errorf("config dir %v, %v; want 0700", di, err)
 	}
-	if got := apiKey(getenv); got != "sk-good" {
-		t.Errorf("apiKey = %q, want the stored one", got)
+	if got := storedFor(t, getenv, m.URL); got != "sk-good-0123456789" {
+		t.Errorf("key for %s = %q, want the stored one", m.URL, got)
 	}
-	out.Reset()
-	errb.Reset()
-	if code := run(ctx, []string{"logout"}, nil, &out, &errb, getenv); code != 0 || !strings.Contains(errb.String(), "Signed out") {
+	// The same endpoint spelt otherwise is the same endpoint; another path
+	// is not.
+	if got := storedFor(t, getenv, strings.TrimSuffix(m.URL, "/v1")); got != "sk-good-0123456789" {
+		t.Errorf("key for %s without /v1 = %q", m.URL, got)
+	}
+	if got := storedFor(t, getenv, m.URL+"/other"); got != "" {
+		t.Errorf("another path got the key: %q", got)
+	}
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"logout", "--base-url", m.URL}, nil, &out, &errb, getenv); code != 0 || !strings.Contains(errb.String(), "Signed out of "+m.URL) {
 		t.Errorf("logout: exit %d, %q", code, errb.String())
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("the key is still there after logout (%v)", err)
+	if got := storedFor(t, getenv, m.URL); got != "" {
+		t.Errorf("the key is still there after logout: %q", got)
 	}
 }
 
@@ -85,60 +109,141 @@ func TestKeyOrder(t *testing.T) {
 		{nil, "stored"},
 	} {
 		getenv, _ := userEnv(t, tt.env...)
-		if _, err := storeKey(getenv, "stored"); err != nil {
+		st, err := keyStore(getenv)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if got := apiKey(getenv); got != tt.want {
+		if _, err := st.Put(openai.DefaultBaseURL+"/v1", "stored"); err != nil {
+			t.Fatal(err)
+		}
+		if got := storedFor(t, getenv, ""); got != tt.want {
 			t.Errorf("env %v: key %q, want %q", tt.env, got, tt.want)
 		}
 	}
 }
 
-// Over the real binary: authMethods offers the terminal sign-in; with no
-// key a prompt is auth_required (-32000); after the sign-in stored one,
-// authenticate succeeds.
-func TestSignInOverTheProtocol(t *testing.T) {
+// homeEnv is the environment of the binary run with home as its HOME.
+func homeEnv(home string) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
+}
+
+// runBinary runs the real binary with stdin and returns its exit code and
+// what it wrote (stdout and stderr together).
+func runBinary(t *testing.T, home, stdin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = homeEnv(home)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), out.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String()
+}
+
+// execAt runs a prompt headless against baseURL.
+func execAt(t *testing.T, home, baseURL string) (int, string) {
+	t.Helper()
+	return runBinary(t, home, "", "exec", "--no-persist", "--base-url", baseURL, "--cwd", t.TempDir(), "say hi")
+}
+
+// TestKeysStayWithTheirEndpoint, over the real binary: an OpenRouter key
+// stored by login --base-url A is sent to A and never to B, another
+// endpoint (both mocks on 127.0.0.1, which need no key: a key sent to B
+// would be a leak, not a need); a key stored for B later goes to B only;
+// logout --base-url A removes A's alone. A key an older dsh-acp stored
+// (no endpoint recorded) is sent nowhere, and login offers to check it at
+// the endpoint the user names.
+func TestKeysStayWithTheirEndpoint(t *testing.T) {
 	t.Parallel()
-	ctx := testutil.Context(t)
+	const keyA, keyB = "sk-or-v1-0123456789abcdef0123456789abcdef", "sk-0123456789abcdef0123456789abcdef"
+	a := mockllm.New(t, mockllm.Options{Flavor: mockllm.OpenRouter, Key: keyA, Models: []string{"deepseek-flash"}})
+	b := mockllm.New(t, mockllm.Options{})
 	home := t.TempDir()
-	cmd := exec.Command(binPath, "--no-persist")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
-	p := startCmd(t, cmd)
-	init := p.call(ctx, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
-	methods, _ := init["authMethods"].([]any)
-	if len(methods) != 1 {
-		t.Fatalf("authMethods = %v, want the terminal sign-in", init["authMethods"])
+	if code, msg := runBinary(t, home, keyA+"\n", "login", "--base-url", a.URL); code != 0 {
+		t.Fatalf("login to A: exit %d: %s", code, msg)
 	}
-	m := methods[0].(map[string]any)
-	if m["type"] != "terminal" || m["id"] != "dsh-acp-login" || len(m["args"].([]any)) != 1 || m["args"].([]any)[0] != "login" {
-		t.Errorf("auth method %v", m)
+	if code, out := execAt(t, home, a.URL); code != 0 {
+		t.Fatalf("exec against A: exit %d: %s", code, out)
 	}
-	sess := p.call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
-	sid := sess["sessionId"].(string)
-	errorOf := func(method string, params any) map[string]any {
-		id := p.send(method, params)
-		r := p.await(ctx, method+" answer", func(m map[string]any) bool {
-			f, ok := m["id"].(float64)
-			return ok && int(f) == id && m["method"] == nil
-		})
-		e, _ := r["error"].(map[string]any)
-		return e
+	if code, out := execAt(t, home, b.URL); code != 0 || strings.Contains(out, keyA) {
+		t.Fatalf("exec against B: exit %d: %s", code, out)
 	}
-	e := errorOf("session/prompt", promptParams(sid, "hello"))
-	if e == nil || e["code"] != float64(-32000) || !strings.Contains(e["message"].(string), "dsh-acp login") {
-		t.Fatalf("prompt without a key: %v, want auth_required naming the sign-in", e)
+	if len(b.Requests()) == 0 {
+		t.Fatal("B was never asked")
 	}
-	if e := errorOf("authenticate", map[string]any{"methodId": "dsh-acp-login"}); e == nil || e["code"] != float64(-32000) {
-		t.Errorf("authenticate before signing in: %v, want auth_required", e)
+	for _, h := range b.Auths() {
+		if h != "" {
+			t.Fatalf("B was sent %q; it has no key of its own", h)
+		}
 	}
+	if got := a.Auths(); len(got) < 2 || got[len(got)-1] != "Bearer "+keyA {
+		t.Errorf("A's requests carried %q, want its key", got)
+	}
+
+	// B's own key goes to B, A's still to A.
+	if code, msg := runBinary(t, home, keyB+"\n", "login", "--base-url", b.URL); code != 0 {
+		t.Fatalf("login to B: exit %d: %s", code, msg)
+	}
+	nA, nB := len(a.Auths()), len(b.Auths())
+	execAt(t, home, a.URL)
+	execAt(t, home, b.URL)
+	for _, h := range a.Auths()[nA:] {
+		if h != "Bearer "+keyA {
+			t.Errorf("A was sent %q", h)
+		}
+	}
+	for _, h := range b.Auths()[nB:] {
+		if h != "Bearer "+keyB {
+			t.Errorf("B was sent %q", h)
+		}
+	}
+
+	// Logout removes the one named.
 	getenv := env(func(k string) string {
 		return map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config")}[k]
 	})
-	if _, err := storeKey(getenv, "sk-new"); err != nil {
+	if code, msg := runBinary(t, home, "", "logout", "--base-url", a.URL); code != 0 || !strings.Contains(msg, "Signed out of "+a.URL) {
+		t.Fatalf("logout A: exit %d: %s", code, msg)
+	}
+	if storedFor(t, getenv, a.URL) != "" || storedFor(t, getenv, b.URL) != keyB {
+		t.Errorf("after logout of A: A %q, B %q", storedFor(t, getenv, a.URL), storedFor(t, getenv, b.URL))
+	}
+
+	// The older single key: sent to no endpoint.
+	st, err := keyStore(getenv)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if e := errorOf("authenticate", map[string]any{"methodId": "dsh-acp-login"}); e != nil {
-		t.Errorf("authenticate after signing in: %v", e)
+	if err := os.WriteFile(st.LegacyPath(), []byte(keyA+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nA = len(a.Auths())
+	code, msg := execAt(t, home, a.URL)
+	if code == 0 || !strings.Contains(msg, "names no endpoint") || !strings.Contains(msg, "dsh-acp login --base-url "+a.URL) || strings.Contains(msg, keyA) {
+		t.Errorf("exec with only the older key: exit %d: %s", code, msg)
+	}
+	for _, h := range a.Auths()[nA:] {
+		if h != "" {
+			t.Errorf("the older key was sent: %q", h)
+		}
+	}
+	// login offers it: Enter checks it at the endpoint named and keeps it
+	// there, and the older file goes.
+	if code, msg := runBinary(t, home, "\n", "login", "--base-url", a.URL); code != 0 || !strings.Contains(msg, "earlier dsh-acp") {
+		t.Fatalf("login taking up the older key: exit %d: %s", code, msg)
+	}
+	if storedFor(t, getenv, a.URL) != keyA {
+		t.Error("the older key was not stored for A")
+	}
+	if _, err := os.Stat(st.LegacyPath()); !os.IsNotExist(err) {
+		t.Errorf("the older key file is still there (%v)", err)
 	}
 }
 

@@ -68,8 +68,8 @@ func commandTable() []command {
 		{"serve", "[flags]", "serve the Agent Client Protocol on stdin/stdout (the default)", runServe},
 		{"exec", "[flags] PROMPT...", "run one prompt and print what happens (PROMPT - or piped: read stdin)", runExec},
 		{"sessions", "[show ID | rm ID] [--json]", "list, show or delete the stored sessions", runSessions},
-		{"login", "[--base-url URL]", "sign in: ask for the API key, check it, store it", runLogin},
-		{"logout", "", "remove the stored key", runLogout},
+		{"login", "[--base-url URL]", "sign in: ask for the endpoint's API key, check it, store it for that endpoint", runLogin},
+		{"logout", "[--base-url URL]", "remove the key stored for the endpoint", runLogout},
 		{"rules", "[rm N]", "list or remove the commands always allowed in a project", runRules},
 		{"config", "[flags]", "print the effective settings and where each came from", runConfig},
 		{"completion", "bash|zsh|fish", "print a shell completion script", runCompletion},
@@ -100,6 +100,10 @@ func commandNames() []string {
 // SIGTERM), 2 for bad flags, 1 for anything else; exec has its own (see
 // runExec).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if n := len(args); n > 1 && args[0] == "serve" && (args[n-1] == "login" || args[n-1] == "logout") {
+		// The same with the server named: `dsh-acp serve --base-url URL login`.
+		args = args[1:]
+	}
 	if n := len(args); n > 0 && strings.HasPrefix(args[0], "-") && (args[n-1] == "login" || args[n-1] == "logout") {
 		// An editor's terminal sign-in runs the agent's own command line
 		// with the auth method's args added: `dsh-acp --base-url URL

@@ -27,7 +27,7 @@ func newModelLister(cfg *config, op *openai.Provider) acp.ModelLister {
 	if cfg.script != "" && cfg.baseURL == "" {
 		return nil
 	}
-	p, err := openai.New(openai.Options{BaseURL: cfg.baseURL, Model: cfg.model, APIKey: cfg.apiKey})
+	p, err := openai.New(openai.Options{BaseURL: cfg.baseURL, Model: cfg.model, Key: lookupKey(cfg.getenv, cfg.baseURL)})
 	if err != nil {
 		return nil
 	}

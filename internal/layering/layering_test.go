@@ -57,6 +57,8 @@ var forbidden = map[string][]string{
 	"internal/dockertest": {module},
 	// How files the agent did not write are read: below everything.
 	"internal/untrusted": {module},
+	// The stored keys: a leaf under the command, over untrusted reads.
+	"internal/keystore": {module},
 }
 
 // allowed are the exceptions to forbidden: what a package may import
@@ -67,6 +69,7 @@ var allowed = map[string][]string{
 	"executor/agentdir": {module + "executor/proctab"},
 	"internal/testutil": {module + "executor/proctab"},
 	"changes":           {module + "internal/untrusted"},
+	"internal/keystore": {module + "internal/untrusted"},
 }
 
 // forbiddenImports maps a package to packages it must not import directly

@@ -114,9 +114,12 @@ type Server struct {
 	opts Options
 	srv  *httptest.Server
 
-	// mu guards reqs, usages and last.
+	// mu guards reqs, usages, last and auths.
 	mu   sync.Mutex
 	reqs []Request
+	// auths is the Authorization header of every request received, in
+	// order ("" for none), refused ones included.
+	auths []string
 	// usages[n] is the usage sent for request n; nil when none was.
 	usages []map[string]any
 	// last is the previous request's messages, for the cache counters.
@@ -160,7 +163,18 @@ func (s *Server) Usages() []map[string]any {
 	return out
 }
 
+// Auths are the Authorization headers of every request received so far
+// (models listings and refused requests included; "" where none was sent).
+func (s *Server) Auths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auths...)
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.auths = append(s.auths, r.Header.Get("Authorization"))
+	s.mu.Unlock()
 	if s.opts.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.Key {
 		writeError(w, http.StatusUnauthorized, "Authentication Fails, Your api key is invalid", "authentication_error", "invalid_request_error")
 		return
