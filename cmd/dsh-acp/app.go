@@ -157,6 +157,12 @@ func signIn(cfg *config, op *openai.Provider) *acp.SignIn {
 	}
 }
 
+// storedKeyAtStart is the key stored for the endpoint now ("" with none).
+func storedKeyAtStart(cfg *config) string {
+	k, _ := lookupKey(cfg.getenv, cfg.baseURL)()
+	return k
+}
+
 // selfPath is the running binary's absolute path, for an editor to run
 // it again in a terminal; "dsh-acp" (found in PATH) when it is unknown.
 func selfPath() string {
@@ -369,9 +375,12 @@ func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executo
 		Env:            os.Environ(),
 		RunMarker:      a.guard.runMarker(),
 		KeepEnv:        cfg.keepEnv,
-		Secrets:        nonEmpty(cfg.apiKey),
-		Watcher:        a.guard.watcher(),
-		Confine:        confine,
+		// The key stored for the endpoint too (a file read, no request):
+		// a variable that happens to hold it is withheld like the key's
+		// own.
+		Secrets: nonEmpty(cfg.apiKey, storedKeyAtStart(cfg)),
+		Watcher: a.guard.watcher(),
+		Confine: confine,
 		// The test switch is decided before serving (startSandbox).
 		ConfineAll: confineAll,
 		Logger:     a.log.Named("executor"),

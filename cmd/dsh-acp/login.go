@@ -72,6 +72,9 @@ func keyFrom(getenv env, baseURL string) (key, from string, err error) {
 // stored for another endpoint is never sent here. When there is none, its
 // error says what is stored instead.
 func lookupKey(getenv env, baseURL string) func() (string, error) {
+	if getenv == nil {
+		getenv = noEnvAt
+	}
 	if k, _ := envKey(getenv); k != "" {
 		return func() (string, error) { return k, nil }
 	}
@@ -114,10 +117,10 @@ An endpoint is its base URL (scheme, host, port and path; a URL without a
 path gets /v1), by default the one the agent uses: --base-url, DSH_BASE_URL,
 config.toml's base-url, else https://api.deepseek.com/v1. The key is read on
 the terminal without echo (or as one line from a pipe), checked with GET
-/models at the endpoint, and stored for that endpoint only: in the OS
-keychain where one answers, else 0600 in the user's config directory. A
-stored key is sent only to the endpoint it was checked against, one key per
-endpoint. DSH_API_KEY and DEEPSEEK_API_KEY, when set, win over it.
+/models at the endpoint, and stored for that endpoint only, in keys.json
+(0600) in the user's config directory. A stored key is sent only to the
+endpoint it was checked against, one key per endpoint. DSH_API_KEY and
+DEEPSEEK_API_KEY, when set, win over it.
 
 Flags:
 `

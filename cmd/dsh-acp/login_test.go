@@ -276,3 +276,33 @@ func TestSubcommandsReadConfigFile(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredKeyWithheldFromCommands: a variable that holds the key stored
+// for the endpoint (under a name that does not look like a credential) is
+// not in a command's environment, as one holding the environment's key is
+// not.
+func TestStoredKeyWithheldFromCommands(t *testing.T) {
+	t.Parallel()
+	const key = "sk-stored-0123456789abcdef"
+	home := t.TempDir()
+	getenv := env(func(k string) string {
+		return map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config")}[k]
+	})
+	st, err := keyStore(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Put(openai.DefaultBaseURL+"/v1", key); err != nil {
+		t.Fatal(err)
+	}
+	script := writeScript(t, bashCall("", `echo "plain=[$PLAIN_VALUE] other=[$OTHER_VALUE]"`), `{"text":"Done."}`)
+	cmd := exec.Command(binPath, "exec", "--no-persist", "--script", script, "--yes", "--cwd", t.TempDir(), "look")
+	cmd.Env = append(homeEnv(home), "PLAIN_VALUE=prefix-"+key, "OTHER_VALUE=visible")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("exec: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "plain=[] other=[visible]") {
+		t.Errorf("the command's environment, as it printed it:\n%s", out)
+	}
+}

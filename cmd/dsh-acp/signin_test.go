@@ -240,6 +240,11 @@ func TestSignInInTerminalWithoutRestart(t *testing.T) {
 	if e != nil || res["stopReason"] != "end_turn" {
 		t.Fatalf("prompt after signing in: %v %v", e, res)
 	}
+	// Stock Zed calls authenticate once its terminal closes: it answers
+	// that a key is there.
+	if e, _ := p.errorOf(ctx, "authenticate", map[string]any{"methodId": "dsh-acp-login"}); e != nil {
+		t.Errorf("authenticate after signing in: %v", e)
+	}
 	e, res = p.errorOf(ctx, "session/new", newSessionParams(t))
 	if e != nil {
 		t.Fatalf("session/new after signing in: %v", e)
