@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -90,20 +89,24 @@ func (r linkReader) read(ctx context.Context, link *acpsdk.ContentBlockResourceL
 
 var errOutside = errors.New("outside the session's directory")
 
-// readInside reads the beginning of a text file that is inside dir once
-// symlinks are resolved, up to one byte past maxResourceText (so the
-// caller can tell it was cut).
+// readInside reads the beginning of a text file that is inside dir, links
+// followed only while they stay in it, up to one byte past maxResourceText
+// (so the caller can tell it was cut). One open walks from dir with no
+// second lookup by name: a command renaming a link to a file the sandbox
+// denies over the linked file (or a directory above it) between a check
+// and a read would put that file in the prompt.
 func readInside(path, dir string) (string, error) {
-	real, ok := untrusted.Within(path, dir)
+	rel, ok := untrusted.RelIn(dir, path)
 	if !ok {
 		if _, err := os.Stat(path); err != nil {
 			return "", err
 		}
 		return "", errOutside
 	}
-	// A FIFO would hang the prompt. No link: real is resolved, so one
-	// there now was put there after the check above.
-	b, err := untrusted.Read(real, syscall.O_NOFOLLOW, maxResourceText+1)
+	b, err := untrusted.ReadIn(dir, rel, untrusted.LinksWithin, maxResourceText+1)
+	if errors.Is(err, untrusted.ErrOutside) {
+		return "", errOutside
+	}
 	if err != nil {
 		return "", err
 	}

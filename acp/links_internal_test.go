@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
 func TestLinkPath(t *testing.T) {
@@ -79,5 +81,38 @@ func TestContextTextCutsAtACharacter(t *testing.T) {
 	got := contextText("u", "", text)
 	if !strings.Contains(got, strings.Repeat("a", maxResourceText-1)+"\n[only the first") {
 		t.Errorf("cut inside a character: ends %q", got[len(got)-100:])
+	}
+}
+
+// A command renaming a link to a directory the sandbox denies over a
+// directory above an @-mentioned file, again and again: a path checked
+// once and read again by name would follow it (O_NOFOLLOW guards the last
+// name only), and put the denied file in the prompt.
+func TestReadInsideDirectorySwappedIn(t *testing.T) {
+	t.Parallel()
+	secretDir, cwd := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(secretDir, "notes.txt"), []byte("sk-SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(cwd, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cwd, "sub", "notes.txt"), []byte("plain"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	attack := testutil.SwapDirLink(t, filepath.Join(cwd, "sub"), secretDir)
+	read := 0
+	for i := 0; i < 200000 && (i < 2000 || attack.Swaps() < 1000); i++ {
+		text, err := readInside(filepath.Join(cwd, "sub", "notes.txt"), cwd)
+		if err == nil {
+			read++
+		}
+		if strings.Contains(text, "SECRET") {
+			attack.Stop()
+			t.Fatalf("the denied file was read after %d reads", read)
+		}
+	}
+	if swaps := attack.Stop(); swaps == 0 || read == 0 {
+		t.Fatalf("no attack: %d links swapped in, %d reads", swaps, read)
 	}
 }

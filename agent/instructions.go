@@ -1,11 +1,13 @@
 package agent
 
 import (
-	"io/fs"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -109,10 +111,7 @@ func (in *Instructions) Load(cwd, userFile string) (set InstructionSet, read *In
 		bound = cwd
 	}
 	add := func(path string) bool {
-		if path != userFile && !staysIn(path, bound) {
-			return false
-		}
-		text, key, ok := in.read(path)
+		text, key, ok := in.read(path, path == userFile, bound)
 		if ok {
 			stats[path] = key
 			files = append(files, InstructionFile{Path: path, Text: text})
@@ -133,10 +132,21 @@ func (in *Instructions) Load(cwd, userFile string) (set InstructionSet, read *In
 }
 
 // read returns a file's text, from the cache when its size and mtime are
-// those cached.
-func (in *Instructions) read(path string) (string, statKey, bool) {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
+// those cached. A project's file (not the user's own) is opened below
+// bound, links followed only while they stay in it: a cloned repository's
+// AGENTS.md linking to ~/.aws/credentials, or a command renaming such a
+// link over AGENTS.md again and again, would put that file in the system
+// prompt, sent to the endpoint with no question asked. The size and mtime
+// are those of the file opened (fstat), never of a second lookup by name.
+func (in *Instructions) read(path string, user bool, bound string) (string, statKey, bool) {
+	f, err := openInstructions(path, user, bound)
+	if err != nil {
+		delete(in.cache, path)
+		return "", statKey{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		delete(in.cache, path)
 		return "", statKey{}, false
 	}
@@ -145,10 +155,8 @@ func (in *Instructions) read(path string) (string, statKey, bool) {
 		return c.text, key, true
 	}
 	// Past MaxInstructions a file is cut anyway (see cut): a huge one
-	// costs no more than that. Untrusted: a FIFO named AGENTS.md, .git or
-	// HEAD (a command in the project can make one) must not hang every
-	// prompt, nor a link to /dev/zero fill memory.
-	b, err := untrusted.Read(path, 0, MaxInstructions+utf8.UTFMax)
+	// costs no more than that.
+	b, err := io.ReadAll(io.LimitReader(f, MaxInstructions+utf8.UTFMax))
 	if err != nil {
 		delete(in.cache, path)
 		return "", statKey{}, false
@@ -156,6 +164,21 @@ func (in *Instructions) read(path string) (string, statKey, bool) {
 	text := strings.ToValidUTF8(string(b), "\uFFFD")
 	in.cache[path] = cachedFile{key: key, text: text}
 	return text, key, true
+}
+
+// openInstructions opens an instruction file as untrusted: a FIFO named
+// AGENTS.md (a command in the project can make one) must not hang every
+// prompt, nor a link to /dev/zero fill memory. The user's own file is
+// theirs, links and all.
+func openInstructions(path string, user bool, bound string) (*os.File, error) {
+	if user {
+		return untrusted.Open(path, os.O_RDONLY, 0)
+	}
+	rel, ok := untrusted.RelIn(bound, path)
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: path, Err: untrusted.ErrOutside}
+	}
+	return untrusted.OpenIn(bound, rel, untrusted.LinksWithin)
 }
 
 // toShow decides whether the editor is told about the files read: the first
@@ -253,20 +276,6 @@ func chain(cwd, root string) []string {
 // maxGitFile bounds what is read of a .git file or a HEAD: a path or a ref.
 const maxGitFile = 64 << 10
 
-// staysIn reports whether a project's instruction file is in the project
-// (dir): a file itself, or a link that stays in it (CLAUDE.md → AGENTS.md).
-// A cloned repository's AGENTS.md linking to ~/.aws/credentials would put
-// that file in the system prompt, sent to the endpoint with no question
-// asked. Only a link costs more than one lstat.
-func staysIn(path, dir string) bool {
-	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return err == nil
-	}
-	_, ok := untrusted.Within(path, dir)
-	return ok
-}
-
 // gitHead reads the branch of the repository at root from its HEAD file,
 // without running git: a prompt must not start a process the user would
 // notice. A worktree's .git file names its real git directory.
@@ -274,10 +283,17 @@ func gitHead(root string) (branch, detached string) {
 	if root == "" {
 		return "", ""
 	}
-	gitDir := filepath.Join(root, ".git")
-	if b, err := untrusted.Read(gitDir, 0, maxGitFile); err == nil {
-		// A file: "gitdir: <path>".
-		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	// Read below root, no link out of it: a command can write .git and
+	// HEAD, and 7 bytes of a file linked there would go to the endpoint
+	// as a commit.
+	b, err := untrusted.ReadIn(root, filepath.Join(".git", "HEAD"), untrusted.LinksWithin, maxGitFile)
+	if errors.Is(err, syscall.ENOTDIR) {
+		// A worktree's .git is a file: "gitdir: <path>".
+		g, gerr := untrusted.ReadIn(root, ".git", untrusted.NoLinks, maxGitFile)
+		if gerr != nil {
+			return "", ""
+		}
+		p, ok := strings.CutPrefix(strings.TrimSpace(string(g)), "gitdir:")
 		if !ok {
 			return "", ""
 		}
@@ -285,9 +301,8 @@ func gitHead(root string) (branch, detached string) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(root, p)
 		}
-		gitDir = p
+		b, err = untrusted.ReadIn(p, "HEAD", untrusted.NoLinks, maxGitFile)
 	}
-	b, err := untrusted.Read(filepath.Join(gitDir, "HEAD"), 0, maxGitFile)
 	if err != nil {
 		return "", ""
 	}

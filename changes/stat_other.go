@@ -2,7 +2,10 @@
 
 package changes
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // statAt: not built where there is no fstatat (the agent runs on Linux and
 // macOS), so no file is measured.
@@ -10,3 +13,6 @@ func statAt(int, string) (entry, error) { return entry{}, errors.ErrUnsupported 
 
 // dirStamp: unknown.
 func dirStamp(int) (mtime, ctime int64) { return 0, 0 }
+
+// statFile: unknown.
+func statFile(*os.File) (entry, error) { return entry{}, errors.ErrUnsupported }

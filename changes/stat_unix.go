@@ -2,7 +2,11 @@
 
 package changes
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // statAt reads a file's stat data relative to an open directory: no path
 // is resolved from the root for each file, and nothing is allocated. The
@@ -25,4 +29,14 @@ func dirStamp(fd int) (mtime, ctime int64) {
 		return 0, 0
 	}
 	return st.Mtim.Nano(), st.Ctim.Nano()
+}
+
+// statFile is an open file's stat data: those of the bytes read from it.
+func statFile(f *os.File) (entry, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return entry{}, err
+	}
+	return entry{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino, mode: uint32(st.Mode),
+		regular: st.Mode&unix.S_IFMT == unix.S_IFREG}, nil
 }

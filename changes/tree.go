@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -279,10 +280,9 @@ type walker struct {
 	fresh []string
 }
 
-// unread is a file to read after the walk.
+// unread is a file to read after the walk (e.rel names it).
 type unread struct {
-	abs string
-	e   entry
+	e entry
 }
 
 func (tr *tree) walk(prev *snapshot) (*snapshot, error) {
@@ -314,14 +314,22 @@ func (tr *tree) walker(prev *snapshot, size int) *walker {
 
 // readAll reads the files the walk found new or changed, a few at a time.
 func (w *walker) readAll() {
+	// By directory, each opened once below the root (see read), in
+	// batches that keep the walkers busy in a directory of many files.
+	byDir := map[string][]*entry{}
+	for i := range w.toRead {
+		e := &w.toRead[i].e
+		byDir[parentOf(e.rel)] = append(byDir[parentOf(e.rel)], e)
+	}
 	var g errgroup.Group
 	g.SetLimit(walkers)
-	for i := range w.toRead {
-		u := &w.toRead[i]
-		g.Go(func() error {
-			w.read(u.abs, &u.e)
-			return nil
-		})
+	for dir, es := range byDir {
+		for batch := range slices.Chunk(es, readBatch) {
+			g.Go(func() error {
+				w.readIn(dir, batch)
+				return nil
+			})
+		}
 	}
 	_ = g.Wait()
 	for _, u := range w.toRead {
@@ -359,15 +367,14 @@ func (w *walker) repoPatterns() ([]string, []gitignore.Pattern, error) {
 	}
 	w.inRepo = true
 	ignore := append([]gitignore.Pattern(nil), w.tr.global...)
-	ignore = append(ignore, readPatterns(filepath.Join(top, ".git", "info", "exclude"), nil)...)
+	ignore = append(ignore, readPatternsIn(top, filepath.Join(".git", "info", "exclude"), nil)...)
 	rel, err := filepath.Rel(top, root)
 	if err != nil || rel == "." {
 		return nil, ignore, nil
 	}
 	parts := strings.Split(filepath.ToSlash(rel), "/")
 	for i := range parts {
-		dir := filepath.Join(top, filepath.Join(parts[:i]...))
-		ignore = append(ignore, readPatterns(filepath.Join(dir, ".gitignore"), parts[:i:i])...)
+		ignore = append(ignore, readPatternsIn(top, filepath.Join(filepath.Join(parts[:i]...), ".gitignore"), parts[:i:i])...)
 	}
 	return parts, ignore, nil
 }
@@ -434,7 +441,16 @@ func (w *walker) scan(s *dirScan) ([]string, error) {
 		// event, one made before it is in the read.
 		w.watchDir(s)
 	}
-	d, err := os.Open(s.abs)
+	// Below the root, opened from it with no link on the way: a command
+	// renaming a link over a directory between its parent's listing and
+	// this read must not have the walk list (and read) what it links to.
+	var d *os.File
+	var err error
+	if s.rel == "" {
+		d, err = os.Open(s.abs)
+	} else {
+		d, err = untrusted.OpenDirIn(w.tr.root, filepath.FromSlash(s.rel), untrusted.NoLinks)
+	}
 	var ents []os.DirEntry
 	if err == nil {
 		defer d.Close()
@@ -473,7 +489,7 @@ func (w *walker) rules(s *dirScan, ents []os.DirEntry) {
 	}
 	ignore := s.ignore
 	if slices.ContainsFunc(ents, func(de os.DirEntry) bool { return de.Name() == ".gitignore" && de.Type().IsRegular() }) {
-		ignore = append(ignore[:len(ignore):len(ignore)], readPatterns(filepath.Join(s.abs, ".gitignore"), s.domain)...)
+		ignore = append(ignore[:len(ignore):len(ignore)], readPatternsIn(w.tr.root, filepath.Join(filepath.FromSlash(s.rel), ".gitignore"), s.domain)...)
 	}
 	s.ignore, s.match = ignore, gitignore.NewMatcher(ignore)
 }
@@ -518,7 +534,7 @@ func (w *walker) visit(s *dirScan, de os.DirEntry) error {
 			if e, same := w.file(s.key, e); same {
 				s.batch = append(s.batch, e)
 			} else {
-				s.reads = append(s.reads, unread{abs: filepath.Join(s.abs, name), e: e})
+				s.reads = append(s.reads, unread{e: e})
 			}
 		}
 	}
@@ -572,17 +588,40 @@ func (w *walker) keepAll(s *dirScan, es []entry, reads []unread) {
 	w.toRead = append(w.toRead, reads...)
 }
 
-// read fills e's content: the whole text of a small text file, else whether
-// the file's head looks binary. A file past the content budget is read
-// again here, and keeps only its stat data.
-func (w *walker) read(abs string, e *entry) {
-	// Listed as a regular file, but a command may have swapped a FIFO in
-	// since: it must not block the walk.
-	f, err := untrusted.Open(abs, os.O_RDONLY, 0)
+// readBatch is how many files of one directory one walker reads.
+const readBatch = 64
+
+// readIn reads the files es of the directory rel below the root. Listed as
+// regular files, but a command may have renamed a FIFO, or a link to a
+// file the sandbox denies (the stored key, another session's log), over
+// one since, or a link over a directory above them: the walk must neither
+// block nor put that file in the diffs and the session log. The directory
+// is opened from the root with no link on the way, each file in it with
+// none, and the stat data kept are those of the file opened.
+func (w *walker) readIn(rel string, es []*entry) {
+	d, err := untrusted.OpenDirIn(w.tr.root, filepath.FromSlash(rel), untrusted.NoLinks)
 	if err != nil {
 		return
 	}
-	defer f.Close()
+	defer d.Close()
+	for _, e := range es {
+		f, err := untrusted.OpenAt(d, path.Base(e.rel))
+		if err != nil {
+			continue
+		}
+		w.read(f, e)
+		f.Close()
+	}
+}
+
+// read fills e's content from f: the whole text of a small text file, else
+// whether the file's head looks binary. A file past the content budget is
+// read again here, and keeps only its stat data.
+func (w *walker) read(f *os.File, e *entry) {
+	if st, err := statFile(f); err == nil {
+		st.rel, st.racy = e.rel, e.racy
+		*e = st
+	}
 	if e.size > MaxTextSize || w.kept.Load()+e.size > w.tr.opts.ContentBudget {
 		head := make([]byte, headSize)
 		n, _ := io.ReadFull(f, head)
@@ -620,6 +659,21 @@ func readPatterns(file string, domain []string) []gitignore.Pattern {
 	if err != nil {
 		return nil
 	}
+	return parsePatterns(data, domain)
+}
+
+// readPatternsIn reads the repository's ignore file at rel below dir (see
+// readPatterns) with no link on the way: a command writes the repository,
+// and git itself follows no link to a .gitignore.
+func readPatternsIn(dir, rel string, domain []string) []gitignore.Pattern {
+	data, err := untrusted.ReadIn(dir, rel, untrusted.NoLinks, maxIgnoreFile+1)
+	if err != nil || len(data) > maxIgnoreFile {
+		return nil
+	}
+	return parsePatterns(data, domain)
+}
+
+func parsePatterns(data []byte, domain []string) []gitignore.Pattern {
 	var ps []gitignore.Pattern
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSuffix(line, "\r")

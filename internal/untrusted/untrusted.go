@@ -3,7 +3,9 @@
 // repository) may have put a FIFO there, which would block open(2) until a
 // writer comes and hang a prompt, a walk or the agent's start; a link to
 // /dev/zero, which never ends; or a link out of the directory it is read
-// for. It imports nothing of dsh-acp's, so every package may use it.
+// for, renamed there between a check and a read (OpenIn: one open, from
+// the directory, no second lookup by name). It imports nothing of
+// dsh-acp's, so every package may use it.
 package untrusted
 
 import (
@@ -11,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 )
 
@@ -68,22 +68,4 @@ func ReadWhole(path string, flag int, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: over %d bytes", path, max)
 	}
 	return data, nil
-}
-
-// Within returns path with its links resolved when that is inside dir
-// (links resolved too), and reports whether it is.
-func Within(path, dir string) (string, bool) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", false
-	}
-	top, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", false
-	}
-	rel, err := filepath.Rel(top, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", false
-	}
-	return real, true
 }

@@ -51,25 +51,3 @@ func TestReadRefusesWhatIsNotAFile(t *testing.T) {
 		t.Errorf("Read of a directory: %v; want ErrNotRegular", err)
 	}
 }
-
-func TestWithin(t *testing.T) {
-	t.Parallel()
-	dir, outside := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(outside, "secret"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("in", filepath.Join(dir, "to-in")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "to-out")); err != nil {
-		t.Fatal(err)
-	}
-	for name, want := range map[string]bool{"in": true, "to-in": true, "to-out": false, "missing": false} {
-		if _, ok := untrusted.Within(filepath.Join(dir, name), dir); ok != want {
-			t.Errorf("Within(%s) = %v, want %v", name, ok, want)
-		}
-	}
-}

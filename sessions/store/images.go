@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // Images of a session's prompts and tool results are kept beside its log,
@@ -99,13 +101,15 @@ func (sess *Session) ReadImage(ref string) ([]byte, error) {
 	if b, err := hex.DecodeString(ref); err != nil || len(b) != sha256.Size {
 		return nil, fmt.Errorf("read image %q: %w", ref, ErrBadRef)
 	}
-	dir := sess.store.imagesDir(sess.id)
-	if err := ownImagesDir(dir); err != nil {
-		return nil, fmt.Errorf("read image: %w", err)
-	}
-	data, err := readLimited(filepath.Join(dir, ref), MaxImageBytes)
+	// One open from the state directory, no link on the way: the images
+	// directory checked and then read by name could be a link by then.
+	rel := filepath.Join("sessions", sess.id+".images", ref)
+	data, err := untrusted.ReadIn(sess.store.dir, rel, untrusted.NoLinks, MaxImageBytes+1)
 	if err != nil {
 		return nil, fmt.Errorf("read image: %w", err)
+	}
+	if len(data) > MaxImageBytes {
+		return nil, fmt.Errorf("read image: over %d bytes", MaxImageBytes)
 	}
 	return data, nil
 }
