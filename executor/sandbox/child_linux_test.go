@@ -93,8 +93,22 @@ func sockets() int {
 			fmt.Printf("%s: %v\n", k.name, err)
 		}
 	}
+	// A UDP socket asked for with the domain's high 32 bits set: the
+	// kernel reads an int, so this is AF_INET to it and must be to the
+	// filter.
+	domain := uint64(1)<<32 | syscall.AF_INET
+	fd, _, errno := syscall.RawSyscall(syscall.SYS_SOCKET, uintptr(domain), syscall.SOCK_DGRAM, 0)
+	switch errno {
+	case 0:
+		_ = syscall.Close(int(fd))
+		fmt.Println("udp4 high bits: ok")
+	case syscall.EPERM:
+		fmt.Println("udp4 high bits: EPERM")
+	default:
+		fmt.Printf("udp4 high bits: %v\n", errno)
+	}
 	// io_uring_setup(2, NULL): EFAULT when allowed, EPERM when filtered.
-	_, _, errno := syscall.Syscall(425, 2, 0, 0)
+	_, _, errno = syscall.Syscall(425, 2, 0, 0)
 	fmt.Printf("io_uring_setup: %v\n", errno == syscall.EPERM)
 	return 0
 }

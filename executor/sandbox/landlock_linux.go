@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -37,7 +36,7 @@ type ruleset struct {
 	flags uint32
 	// net, when set, denies the IP network beyond what Landlock governs
 	// (the network denied and no network namespace: see netFilter).
-	net *seccomp.Filter
+	net []unix.SockFilter
 }
 
 // newRuleset builds w's ruleset, in best-effort mode down to the kernel's
@@ -68,12 +67,14 @@ func newRuleset(w wirePolicy, hidden map[string]bool) (ruleset, error) {
 	}
 	rs := ruleset{fd: fd, flags: flags}
 	if !w.Network && !(w.Namespaces && w.NetNS) {
-		f := netFilter(abi >= 4)
-		if _, err := f.Policy.Assemble(); err != nil {
+		p, err := netFilter(abi >= 4)
+		if err == nil {
+			rs.net, err = sockFilter(p)
+		}
+		if err != nil {
 			_ = unix.Close(fd)
 			return ruleset{}, fmt.Errorf("seccomp: %w", err)
 		}
-		rs.net = &f
 	}
 	return rs, nil
 }
@@ -90,7 +91,7 @@ func (r ruleset) restrict() error {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	if r.net != nil {
-		if err := denyNet(*r.net); err != nil {
+		if err := denyNet(r.net); err != nil {
 			return err
 		}
 	}
