@@ -167,7 +167,7 @@ func parseTurn(line []byte) (string, turn, error) {
 	if dec.More() {
 		return "", turn{}, errors.New("more than one JSON value on the line (one turn per line)")
 	}
-	if raw.Tag != "" && !tagName.MatchString(raw.Tag) {
+	if raw.Tag != "" && !tagName().MatchString(raw.Tag) {
 		return "", turn{}, fmt.Errorf("tag %q: use letters, digits, '_', '-' or '.'", raw.Tag)
 	}
 	if (raw.Error != "" || raw.Exceeded) && raw.Hang {
@@ -239,9 +239,12 @@ func argumentsText(raw json.RawMessage) (string, error) {
 	return buf.String(), nil
 }
 
+// The scripts' patterns are compiled at first use, not at package
+// initialisation: this package is linked into every process of the binary
+// (the agent, each session's zygote, the watchdog), scripted or not.
 var (
-	tagName  = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	tagToken = regexp.MustCompile(`\[script:([A-Za-z0-9_.-]+)\]`)
+	tagName  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) })
+	tagToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[script:([A-Za-z0-9_.-]+)\]`) })
 )
 
 // Tag is the script tag of req: NAME from the first "[script:NAME]" in its
@@ -251,7 +254,7 @@ func Tag(req agent.Request) string {
 		if m.Role != agent.RoleUser {
 			continue
 		}
-		if sub := tagToken.FindStringSubmatch(m.Content); sub != nil {
+		if sub := tagToken().FindStringSubmatch(m.Content); sub != nil {
 			return sub[1]
 		}
 		return ""
@@ -325,7 +328,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 const lastTask = "$LAST_TASK"
 
 // startedTask finds a started task's id in a tool result.
-var startedTask = regexp.MustCompile(`started background task (bash-[0-9]+)`)
+var startedTask = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`started background task (bash-[0-9]+)`) })
 
 // lastTaskID is the id the newest tool result of msgs reports started, or
 // lastTask itself when none does (the call then names no task, as written).
@@ -334,7 +337,7 @@ func lastTaskID(msgs []agent.Message) string {
 		if msgs[i].Role != agent.RoleTool {
 			continue
 		}
-		if m := startedTask.FindStringSubmatch(msgs[i].Content); m != nil {
+		if m := startedTask().FindStringSubmatch(msgs[i].Content); m != nil {
 			return m[1]
 		}
 	}

@@ -3,7 +3,8 @@
 // never imports the protocol layer, and only the protocol layer, the command
 // and the tests speak to the ACP SDK. It also keeps the executor the one
 // owner of processes: the MCP tools start none, and only executor/proctab
-// reads the process table.
+// reads the process table; and it keeps the container client, whose
+// packages work at every process's start, to executor/docker.
 package layering_test
 
 import (
@@ -90,7 +91,9 @@ type pkg struct {
 	Imports    []string
 }
 
-func TestLayering(t *testing.T) {
+// packages lists the module's packages (their non-test files).
+func packages(t *testing.T) []pkg {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,Imports", module+"...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
@@ -98,14 +101,21 @@ func TestLayering(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
-	seen := map[string]bool{}
+	var all []pkg
 	for {
 		var p pkg
 		if err := dec.Decode(&p); err == io.EOF {
-			break
+			return all
 		} else if err != nil {
 			t.Fatal(err)
 		}
+		all = append(all, p)
+	}
+}
+
+func TestLayering(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range packages(t) {
 		rel := strings.TrimPrefix(p.ImportPath, module)
 		for _, dep := range p.Deps {
 			if slices.Contains(testOnly, dep) {
@@ -137,6 +147,39 @@ func TestLayering(t *testing.T) {
 		if !seen[rel] {
 			t.Errorf("package %s not found: update the layering rules", rel)
 		}
+	}
+}
+
+// containerClient are the container client and what it brings with it
+// (import paths, or prefixes ending in "/"): image references, digests,
+// OpenTelemetry. Their packages do work at initialisation in every process
+// of the binary (see cmd/dsh-acp's TestInitCost); here they are kept to the
+// one package that needs them, executor/docker, and what imports it (the
+// command's wiring): no other package — the sandbox, the watchdog, the
+// process table, the tools — may depend on them, directly or indirectly.
+var containerClient = []string{"github.com/moby/moby/", "github.com/distribution/reference", "github.com/opencontainers/", "go.opentelemetry.io/"}
+
+func TestContainerClientConfined(t *testing.T) {
+	reached := false
+	for _, p := range packages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		through := rel == "executor/docker" || slices.Contains(p.Deps, module+"executor/docker")
+		for _, dep := range p.Deps {
+			for _, c := range containerClient {
+				if dep != c && !(strings.HasSuffix(c, "/") && strings.HasPrefix(dep, c)) {
+					continue
+				}
+				if rel == "executor/docker" {
+					reached = true
+				}
+				if !through {
+					t.Errorf("%s depends on %s: only executor/docker (and what imports it) may", rel, dep)
+				}
+			}
+		}
+	}
+	if !reached {
+		t.Error("executor/docker does not depend on the container client any more: update containerClient")
 	}
 }
 
