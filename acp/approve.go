@@ -59,7 +59,7 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 			// A subject no rule can read is asked in every mode, and
 			// "always" is not offered for it.
 			log.Warn("unknown approval subject", zap.Stringer("kind", sub.Kind))
-			return a.ask(ctx, s, conn, call, nil, nil, log)
+			return a.ask(ctx, s, conn, call, nil, nil, "", log)
 		}
 		// The mode is read once: it decides both whether to ask and
 		// whether the call runs confined. Ask runs what the user (or a
@@ -79,8 +79,8 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 			log.Info("read-only mcp tool allowed", zap.String("tool", sub.Text))
 			return agent.Approval{Allowed: true}, nil
 		}
-		keys, name := always(sub)
-		return a.ask(ctx, s, conn, call, keys, name, log)
+		keys, name, note := always(sub)
+		return a.ask(ctx, s, conn, call, keys, name, note, log)
 	})
 }
 
@@ -111,26 +111,79 @@ func deniedWhat(sub tools.Subject) string {
 	return "tool call"
 }
 
-// always is what an "always" answer remembers, and the option's name, which
-// says exactly that. For a command line these are its programs, and the
-// name says so when this very line will still be asked next time
-// (remembered keys never pass assignments, file writes or substitutions).
-// No keys: no "always" option.
-func always(sub tools.Subject) (keys []string, name func(scope string) string) {
+// always is what an "always" answer remembers (its keys), the option's
+// name for a scope, and a note that says in full what the name says short.
+// For a command line the keys are its programs; "plain" in the name says
+// that this very line will still be asked next time (remembered keys never
+// pass assignments, file writes or substitutions), and the note says why.
+// An editor shows an option's name on one line, so the name shows at most
+// maxSubjectRunes of what it remembers; the note, empty when the name says
+// it all, names every key. No keys: no "always" option.
+func always(sub tools.Subject) (keys []string, name func(scope string) string, note string) {
 	if sub.Kind == tools.ToolKey {
-		return []string{sub.Text}, func(scope string) string { return "Always allow `" + sub.Text + "` in this " + scope }
+		shown, whole := subjectList([]string{sub.Text})
+		if !whole {
+			note = "“Always” remembers the tool `" + sub.Text + "`."
+		}
+		return []string{sub.Text}, func(scope string) string { return "Always allow " + shown + " in this " + scope }, note
 	}
 	keys = permission.Keys(sub.Text)
-	if len(keys) > 0 {
-		return keys, func(scope string) string { return alwaysName(keys, scope) }
+	plain := ""
+	if len(keys) == 0 {
+		keys = permission.Programs(sub.Text)
+		plain = "plain "
 	}
-	keys = permission.Programs(sub.Text)
-	return keys, func(scope string) string {
-		return alwaysName(keys, scope) + " (lines like this one, which set variables, write files, substitute commands or use shell constructs such as functions or here-documents, are still asked)"
+	shown, whole := subjectList(keys)
+	switch {
+	case plain != "":
+		note = "“Always” remembers plain " + backticked(keys) + " commands: a line that sets variables, writes files, substitutes commands or uses shell constructs such as functions or here-documents, as this one does, is still asked."
+	case !whole:
+		note = "“Always” remembers " + backticked(keys) + " commands."
 	}
+	return keys, func(scope string) string { return "Always allow " + plain + shown + " commands in this " + scope }, note
 }
 
-func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, keys []string, alwaysLabel func(scope string) string, log *zap.Logger) (agent.Approval, error) {
+// maxSubjectRunes bounds what an "always" option's name shows of its keys:
+// with the rest of the name, the whole stays within about 64 characters.
+const maxSubjectRunes = 32
+
+// subjectList shows keys as an option's name does: backticked, as many as
+// fit in maxSubjectRunes and how many more, a key too long for it cut short;
+// whole reports that every key is shown in full.
+func subjectList(keys []string) (shown string, whole bool) {
+	all := backticked(keys)
+	if utf8.RuneCountInString(all) <= maxSubjectRunes {
+		return all, true
+	}
+	for n := len(keys) - 1; n >= 1; n-- {
+		s := backticked(keys[:n]) + fmt.Sprintf(" and %d more", len(keys)-n)
+		if utf8.RuneCountInString(s) <= maxSubjectRunes {
+			return s, false
+		}
+	}
+	more := ""
+	if len(keys) > 1 {
+		more = fmt.Sprintf(" and %d more", len(keys)-1)
+	}
+	room := maxSubjectRunes - utf8.RuneCountInString(more) - 3
+	return "`" + string([]rune(keys[0])[:room]) + "…`" + more, false
+}
+
+// backticked is keys as code, comma separated.
+func backticked(keys []string) string {
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = "`" + k + "`"
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// ask asks the editor whether call may run. The request restates the
+// call's head (its description, and its whole command when the title shows
+// only its first line), with the note on what "always" remembers when its
+// option's name says less: the editor shows the request's content in place
+// of the call's.
+func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, keys []string, alwaysLabel func(scope string) string, note string, log *zap.Logger) (agent.Approval, error) {
 	options := []acpsdk.PermissionOption{{Kind: acpsdk.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: optAllowOnce}}
 	if len(keys) > 0 {
 		options = append(options, acpsdk.PermissionOption{
@@ -149,7 +202,7 @@ func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call 
 	options = append(options, acpsdk.PermissionOption{Kind: acpsdk.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: optRejectOnce})
 
 	kind := toolKind(call.Call)
-	resp, err := conn.RequestPermission(ctx, acpsdk.RequestPermissionRequest{
+	req := acpsdk.RequestPermissionRequest{
 		SessionId: acpsdk.SessionId(s.ID),
 		ToolCall: acpsdk.ToolCallUpdate{
 			ToolCallId: acpsdk.ToolCallId(call.ID),
@@ -159,7 +212,17 @@ func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call 
 			RawInput:   rawInput(call.Args),
 		},
 		Options: options,
-	})
+	}
+	if len(keys) == 0 {
+		note = ""
+	}
+	if call.Call.Body != "" || note != "" {
+		req.ToolCall.Content = headContent(call)
+		if note != "" {
+			req.ToolCall.Content = append(req.ToolCall.Content, acpsdk.ToolContent(acpsdk.TextBlock(note)))
+		}
+	}
+	resp, err := conn.RequestPermission(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return agent.Approval{}, ctx.Err()
@@ -191,16 +254,6 @@ func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call 
 		return agent.Approval{Allowed: true}, nil
 	}
 	return agent.Approval{Message: rejectedText}, nil
-}
-
-// alwaysName says exactly what "always" will remember, and where: "session"
-// or "project".
-func alwaysName(keys []string, scope string) string {
-	quoted := make([]string, len(keys))
-	for i, k := range keys {
-		quoted[i] = "`" + k + "`"
-	}
-	return "Always allow " + strings.Join(quoted, ", ") + " commands in this " + scope
 }
 
 // rawInput is the arguments as JSON for the editor, or the raw text when the

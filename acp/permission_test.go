@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/google/go-cmp/cmp"
@@ -55,6 +56,11 @@ func TestPermissionRequestAndReject(t *testing.T) {
 		wantOptions []string
 		// alwaysNames are substrings the "always" option's name must show.
 		alwaysNames []string
+		// title is the request's title; empty: the command.
+		title string
+		// content is what the request's content shows, its text blocks
+		// joined by "|"; empty: it has none.
+		content string
 	}{
 		{
 			name: "subcommand tools", command: "go test ./... && git status",
@@ -71,12 +77,32 @@ func TestPermissionRequestAndReject(t *testing.T) {
 			// option still exists and its name says so.
 			name: "substitution line says it is still asked", command: "echo $(cat secret)",
 			wantOptions: []string{"allow_once/allow_once", "allow_always/allow_always", "reject_once/reject_once"},
-			alwaysNames: []string{"`echo`", "are still asked"},
+			alwaysNames: []string{"Always allow plain `echo` commands in this session"},
+			content:     "“Always” remembers plain `echo` commands: a line that sets variables, writes files, substitutes commands or uses shell constructs such as functions or here-documents, as this one does, is still asked.",
 		},
 		{
 			name: "file write says it is still asked", command: "ls -la > listing.txt",
 			wantOptions: []string{"allow_once/allow_once", "allow_always/allow_always", "reject_once/reject_once"},
-			alwaysNames: []string{"`ls`", "write files", "are still asked"},
+			alwaysNames: []string{"plain `ls`"},
+			content:     "“Always” remembers plain `ls` commands: a line that sets variables, writes files, substitutes commands or uses shell constructs such as functions or here-documents, as this one does, is still asked.",
+		},
+		{
+			// The issue's case: joined into one line, the second command
+			// read as arguments of the first. The title says a line
+			// follows; the content shows every line.
+			name: "two lines", command: "echo hello\nrm -f important.txt",
+			wantOptions: []string{"allow_once/allow_once", "allow_always/allow_always", "reject_once/reject_once"},
+			alwaysNames: []string{"Always allow `echo`, `rm` commands in this session"},
+			title:       "echo hello (+1 more line)",
+			content:     "```sh\necho hello\nrm -f important.txt\n```",
+		},
+		{
+			// The name stays short enough for one line; the content names
+			// every program.
+			name: "many programs", command: "cat a; head b; tail c; sort d; uniq e; wc f; grep g h",
+			wantOptions: []string{"allow_once/allow_once", "allow_always/allow_always", "reject_once/reject_once"},
+			alwaysNames: []string{"Always allow `cat`, `head`, `tail` and 4 more commands in this session"},
+			content:     "“Always” remembers `cat`, `head`, `tail`, `sort`, `uniq`, `wc`, `grep` commands.",
 		},
 	}
 	for _, tt := range tests {
@@ -118,7 +144,31 @@ func TestPermissionRequestAndReject(t *testing.T) {
 					t.Errorf("always option %q does not show %s", always, n)
 				}
 			}
-			if string(p.ToolCall.ToolCallId) != "c1" || p.ToolCall.Title == nil || *p.ToolCall.Title != tt.command ||
+			for _, o := range p.Options {
+				if n := utf8.RuneCountInString(o.Name); n > 72 {
+					t.Errorf("option name of %d characters, more than a line shows: %q", n, o.Name)
+				}
+			}
+			var content []string
+			for _, c := range p.ToolCall.Content {
+				if c.Content != nil && c.Content.Content.Text != nil {
+					content = append(content, c.Content.Content.Text.Text)
+				}
+			}
+			// The content restates the call's description (the editor
+			// shows it in place of the call's own).
+			want := ""
+			if tt.content != "" {
+				want = "test command c1|" + tt.content
+			}
+			if got := strings.Join(content, "|"); got != want {
+				t.Errorf("request content %q, want %q", got, want)
+			}
+			title := tt.command
+			if tt.title != "" {
+				title = tt.title
+			}
+			if string(p.ToolCall.ToolCallId) != "c1" || p.ToolCall.Title == nil || *p.ToolCall.Title != title ||
 				p.ToolCall.Kind == nil || *p.ToolCall.Kind != acpsdk.ToolKindExecute {
 				t.Errorf("request's tool call = %+v, want c1, the command as title, kind execute", p.ToolCall)
 			}

@@ -107,11 +107,19 @@ func (u *turnUI) usesTerminal(c agent.CallInfo) bool {
 	return u.terminal && c.Call.Live
 }
 
-func descriptionContent(c agent.CallInfo) []acpsdk.ToolCallContent {
-	if c.Call.Description == "" {
-		return nil
+// headContent is what the editor shows of a call above its output: the
+// model's description of it, and the whole command as a code block when
+// the title shows only part of it (its first line), so every line of what
+// runs stays in view with the call.
+func headContent(c agent.CallInfo) []acpsdk.ToolCallContent {
+	var out []acpsdk.ToolCallContent
+	if c.Call.Description != "" {
+		out = append(out, acpsdk.ToolContent(acpsdk.TextBlock(c.Call.Description)))
 	}
-	return []acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(c.Call.Description))}
+	if c.Call.Body != "" {
+		out = append(out, codeBlock("sh", c.Call.Body))
+	}
+	return out
 }
 
 // toolKind is the call's ACP kind; a tool that names none is "other".
@@ -132,7 +140,7 @@ func (u *turnUI) startCall(c agent.CallInfo) acpsdk.SessionUpdate {
 		acpsdk.WithStartKind(kind),
 		acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending),
 		acpsdk.WithStartRawInput(rawInput(c.Args)),
-		acpsdk.WithStartContent(descriptionContent(c)),
+		acpsdk.WithStartContent(headContent(c)),
 	)
 	if u.usesTerminal(c) {
 		up.ToolCall.Content = append(up.ToolCall.Content, acpsdk.ToolTerminalRef(c.ID))
@@ -196,7 +204,7 @@ func (u *turnUI) flush(lc *liveCall) {
 		up.ToolCallUpdate.Meta = map[string]any{"terminal_output": map[string]any{"terminal_id": lc.info.ID, "data": data}}
 	} else {
 		up = acpsdk.UpdateToolCall(acpsdk.ToolCallId(lc.info.ID),
-			acpsdk.WithUpdateContent(append(descriptionContent(lc.info), fenced(u.shownText(lc)))))
+			acpsdk.WithUpdateContent(append(headContent(lc.info), fenced(u.shownText(lc)))))
 	}
 	u.mu.Unlock()
 	u.send(up)
@@ -260,7 +268,7 @@ func (u *turnUI) finishCall(c agent.CallInfo, r tools.Result, lc *liveCall) acps
 			return up
 		}
 	}
-	content := descriptionContent(c)
+	content := headContent(c)
 	switch {
 	case terminal:
 		content = append(content, acpsdk.ToolTerminalRef(c.ID))
@@ -315,9 +323,9 @@ func terminalExit(id string, e *tools.Exit) map[string]any {
 func terminalContent(c agent.CallInfo, r tools.Result) []acpsdk.ToolCallContent {
 	switch {
 	case len(r.Notes) > 0:
-		return append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(strings.Join(r.Notes, "\n")))
+		return append(headContent(c), acpsdk.ToolTerminalRef(c.ID), fenced(strings.Join(r.Notes, "\n")))
 	case len(r.Changes) > 0:
-		return append(descriptionContent(c), acpsdk.ToolTerminalRef(c.ID))
+		return append(headContent(c), acpsdk.ToolTerminalRef(c.ID))
 	}
 	return nil
 }
@@ -349,9 +357,13 @@ func locations(ls []tools.Location) []acpsdk.ToolCallLocation {
 	return out
 }
 
-// fenced shows text in a ```console block whose fence is longer than any
-// run of backticks inside it, so command output cannot close it early.
-func fenced(text string) acpsdk.ToolCallContent {
+// fenced shows text in a ```console block.
+func fenced(text string) acpsdk.ToolCallContent { return codeBlock("console", text) }
+
+// codeBlock shows text in a fenced block of the language lang whose fence
+// is longer than any run of backticks inside it, so neither a command nor
+// its output can close it early.
+func codeBlock(lang, text string) acpsdk.ToolCallContent {
 	fence := "```"
 	for strings.Contains(text, fence) {
 		fence += "`"
@@ -359,5 +371,5 @@ func fenced(text string) acpsdk.ToolCallContent {
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	return acpsdk.ToolContent(acpsdk.TextBlock(fence + "console\n" + text + fence))
+	return acpsdk.ToolContent(acpsdk.TextBlock(fence + lang + "\n" + text + fence))
 }

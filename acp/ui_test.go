@@ -21,8 +21,11 @@ func TestToolCallShape(t *testing.T) {
 		wantStatus acpsdk.ToolCallStatus
 		wantText   string // the model's text, shown in the console block
 		wantExit   float64
+		// wantBody is the code block the call shows when its title shows
+		// only its first line.
+		wantBody string
 	}{
-		{name: "success", command: "echo one\n  echo two", wantTitle: "echo one echo two", wantStatus: acpsdk.ToolCallStatusCompleted, wantText: "one\ntwo\n"},
+		{name: "success", command: "echo one\n  echo two", wantTitle: "echo one (+1 more line)", wantBody: "```sh\necho one\n  echo two\n```", wantStatus: acpsdk.ToolCallStatusCompleted, wantText: "one\ntwo\n"},
 		{name: "non-zero exit", command: "echo failing; exit 3", wantTitle: "echo failing; exit 3", wantStatus: acpsdk.ToolCallStatusFailed, wantText: "failing\n[exit code: 3]", wantExit: 3},
 		{name: "output with a fence", command: "printf '```\\n'", wantTitle: "printf '```\\n'", wantStatus: acpsdk.ToolCallStatusCompleted, wantText: "```\n"},
 	}
@@ -67,6 +70,9 @@ func TestToolCallShape(t *testing.T) {
 			}
 			if got := contentText(start.Content); !strings.Contains(got, "test command c1") {
 				t.Errorf("tool_call content %q lacks the description", got)
+			}
+			if got := contentText(start.Content); (tt.wantBody == "") == strings.Contains(got, "```sh") || !strings.Contains(got, tt.wantBody) {
+				t.Errorf("tool_call content %q, want the command's block %q", got, tt.wantBody)
 			}
 
 			final := toolUpdates(ups, "c1")

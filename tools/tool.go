@@ -108,8 +108,15 @@ func Key(key string) Subject { return Subject{Kind: ToolKey, Text: key} }
 // before it runs: the editor shows it, and the approver asks about its
 // Subject alone.
 type Call struct {
-	// Title is one line: the command itself for bash.
+	// Title is one line: the command itself for bash, or its first line
+	// and how many follow.
 	Title string
+	// Body is the whole of what the call runs, as it is shown (every
+	// character visible, see Visible), when Title shows only part of it
+	// (a command of several lines, or a long one); empty when Title says
+	// it all. The editor shows it as a code block with the call and where
+	// the user decides on it.
+	Body string
 	// Kind is the ACP tool kind; empty reads as KindOther.
 	Kind Kind
 	// Description is the model's one-line description of the call, shown

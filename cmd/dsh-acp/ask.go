@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // terminalAsker asks the person at the terminal before a command runs:
@@ -73,11 +75,35 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 	}
 	for _, o := range r.Options {
 		if o.Kind == acpsdk.PermissionOptionKindAllowAlways {
-			// What "always" remembers, exactly (the option's own words).
-			fmt.Fprintln(t.out, t.dim("  "+o.Name))
+			// What "always" remembers (the option's own words).
+			fmt.Fprintln(t.out, t.dim("  "+tools.Visible(o.Name)))
 		}
 	}
-	question := fmt.Sprintf("Run %s?\n%s ", t.bold(title), strings.Join(menu, "  "))
+	// The rest of what the request says — the model's description, what
+	// "always" remembers in full — dimmed, indented below the options.
+	for _, c := range r.ToolCall.Content {
+		if c.Content == nil || c.Content.Content.Text == nil {
+			continue
+		}
+		if text := c.Content.Content.Text.Text; !strings.HasPrefix(text, "```") {
+			fmt.Fprintln(t.out, t.dim("  "+strings.ReplaceAll(tools.Visible(text), "\n", "\n  ")))
+		}
+	}
+	// The command as it will run: a title that shows only its first line
+	// is replaced by every line, each behind a bar so that none can pass
+	// for a line of the question. Every character prints visibly, so a
+	// carriage return or an escape sequence cannot overwrite what is shown.
+	question := fmt.Sprintf("Run %s?\n%s ", t.bold(tools.Visible(title)), strings.Join(menu, "  "))
+	if lines := commandLines(r.ToolCall.Content); lines != nil {
+		for i, l := range lines {
+			lines[i] = "  │ " + t.bold(l)
+		}
+		what := "this command"
+		if len(lines) > 1 {
+			what = fmt.Sprintf("these %d lines", len(lines))
+		}
+		question = fmt.Sprintf("Run %s?\n%s\n%s ", what, strings.Join(lines, "\n"), strings.Join(menu, "  "))
+	}
 	for {
 		fmt.Fprint(t.out, question)
 		select {

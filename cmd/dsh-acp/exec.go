@@ -595,14 +595,18 @@ func (p *printer) thought(c *acpsdk.SessionUpdateAgentThoughtChunk) {
 }
 
 // toolCall prints a tool call's title: "$ command" for a command (counted,
-// and remembered for its updates), "• title" for another tool. p.mu is
-// held.
+// and remembered for its updates) — every line of it, the second and
+// later after "> " as a shell shows them, when the title shows only its
+// first —, "• title" for another tool. Nothing in it can move the cursor:
+// every character prints visibly. p.mu is held.
 func (p *printer) toolCall(tc *acpsdk.SessionUpdateToolCall) {
 	p.inThought = false
 	p.newline()
-	line := "$ " + tc.Title
+	line := "$ " + tools.Visible(tc.Title)
 	if tc.Kind != acpsdk.ToolKindExecute {
-		line = "• " + tc.Title
+		line = "• " + tools.Visible(tc.Title)
+	} else if lines := commandLines(tc.Content); lines != nil {
+		line = "$ " + strings.Join(lines, "\n> ")
 	}
 	p.write(p.style(ansiBold, line) + "\n")
 	if tc.Kind == acpsdk.ToolKindRead && tc.Status == acpsdk.ToolCallStatusCompleted {
@@ -731,14 +735,32 @@ func exitLine(exit map[string]any) string {
 }
 
 // unfence returns the body of a ```console block.
-func unfence(s string) (string, bool) {
-	i := strings.Index(s, "console\n")
+func unfence(s string) (string, bool) { return unfenceLang(s, "console") }
+
+// unfenceLang returns the body of a fenced block of the language lang.
+func unfenceLang(s, lang string) (string, bool) {
+	i := strings.Index(s, lang+"\n")
 	if i < 3 || strings.Trim(s[:i], "`") != "" {
 		return "", false
 	}
 	fence := s[:i]
-	body := strings.TrimSuffix(s[i+len("console\n"):], fence)
+	body := strings.TrimSuffix(s[i+len(lang)+1:], fence)
 	return body, true
+}
+
+// commandLines are the lines of the whole command a call or a question
+// shows as a ```sh block (the title shows only its first line), every
+// character visible; nil when it shows none.
+func commandLines(content []acpsdk.ToolCallContent) []string {
+	for _, c := range content {
+		if c.Content == nil || c.Content.Content.Text == nil {
+			continue
+		}
+		if body, ok := unfenceLang(c.Content.Content.Text.Text, "sh"); ok {
+			return strings.Split(tools.Visible(strings.TrimSuffix(body, "\n")), "\n")
+		}
+	}
+	return nil
 }
 
 // howToAllow is what a run without a terminal says about its refusals.

@@ -299,3 +299,60 @@ func TestExecAsksOnTheTerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestExecQuestionShowsWhatRuns: the question on the terminal shows the
+// command as it will run. Two lines are two lines (joined, the issue's
+// `echo hello` + `rm -f important.txt` read as one echo of four words),
+// and a carriage return or an escape sequence prints visibly instead of
+// overwriting what was shown. [n] refuses: the file is still there.
+func TestExecQuestionShowsWhatRuns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, command string
+		// want are what the terminal shows: the run's record of the
+		// call, and the question.
+		want []string
+	}{
+		{"two lines", "echo hello\nrm -f important.txt", []string{
+			"$ echo hello\r\n> rm -f important.txt\r\n",
+			"Run these 2 lines?\r\n  │ echo hello\r\n  │ rm -f important.txt\r\n[y] yes",
+		}},
+		{"controls", "echo safe\r\x1b[2Krm -f important.txt", []string{
+			"$ echo safe␍␛[2Krm -f important.txt\r\n",
+			"Run echo safe␍␛[2Krm -f important.txt?\r\n[y] yes",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			important := filepath.Join(dir, "important.txt")
+			if err := os.WriteFile(important, []byte("keep me\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			script := writeScript(t, bashCall("", c.command), `{"text":"Done."}`)
+			term := newTerminal(t)
+			_, done := startOnTerminal(t, term, []string{"DSH_STATE_DIR=" + t.TempDir(), "NO_COLOR=1"}, nil,
+				"exec", "--script", script, "--cwd", dir, "tidy up")
+			// The record of the call and the question come on two
+			// streams, in either order.
+			for _, w := range c.want {
+				term.waitFor(ctx, w)
+			}
+			shown := term.waitFor(ctx, "[n] no ")
+			// No byte the agent printed moves the cursor: the only
+			// carriage returns are the terminal's own before a line feed.
+			if strings.Contains(strings.ReplaceAll(shown, "\r\n", ""), "\r") || strings.Contains(shown, "\x1b") {
+				t.Errorf("a control character reached the terminal:\n%q", shown)
+			}
+			term.typeLine("n")
+			if code := waitExit(ctx, t, done); code != 4 {
+				t.Errorf("after [n]: exit %d\n%q", code, term.shown())
+			}
+			if _, err := os.Stat(important); err != nil {
+				t.Errorf("the refused command ran: %v", err)
+			}
+		})
+	}
+}

@@ -79,6 +79,6 @@ func FuzzArguments(f *testing.F) {
 		_, _ = parseTaskID(json.RawMessage(raw))
 		_ = describeTaskID(json.RawMessage(raw))
 		cmd, _, _ := object{"command": raw}.str("command")
-		_ = commandTitle(cmd)
+		_, _ = commandTitle(cmd)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -68,8 +69,12 @@ func describeBash(caller tools.Caller, obj object, err error) tools.Call {
 	if err != nil {
 		return c
 	}
-	if cmd, _, _ := obj.str("command"); commandTitle(cmd) != "" {
-		c.Title = commandTitle(cmd)
+	if cmd, _, _ := obj.str("command"); strings.Trim(cmd, " \t\n") != "" {
+		var whole bool
+		c.Title, whole = commandTitle(cmd)
+		if !whole {
+			c.Body = tools.Visible(strings.Trim(cmd, "\n"))
+		}
 	}
 	c.Description, _, _ = obj.str("description")
 	// A foreground command streams its output while it runs; a background

@@ -1,8 +1,8 @@
 package bashtool
 
 import (
+	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -71,45 +71,27 @@ func skipped(raw RawOutput, text string) tools.Result {
 // pasted script would otherwise fill the panel.
 const maxTitleRunes = 500
 
-// commandTitle renders a command on one line: each line break, with the
-// blanks around it, becomes one space, other control characters become
-// spaces, and a long command keeps its head and ends in an ellipsis.
-func commandTitle(cmd string) string {
-	var b strings.Builder
-	pendingBreak := false
-	for _, r := range strings.TrimSpace(cmd) {
-		switch {
-		case r == '\n' || r == '\r':
-			pendingBreak = true
-			continue
-		case pendingBreak && (r == ' ' || r == '\t'):
-			continue
-		}
-		if pendingBreak {
-			trimTrailingBlanks(&b)
-			b.WriteByte(' ')
-			pendingBreak = false
-		}
-		if unicode.IsControl(r) {
-			r = ' '
-		}
-		b.WriteRune(r)
+// commandTitle renders a command on one line, and says whether that line
+// shows all of it. A command of several lines shows its first and how many
+// follow ("make (+2 more lines)"): joined into one line, a second command
+// would read as arguments of the first. Every character that would not
+// show as itself is made visible (tools.Visible), a tab is a space, and a
+// long line keeps its head and ends in an ellipsis.
+func commandTitle(cmd string) (title string, whole bool) {
+	lines := strings.Split(strings.Trim(cmd, " \t\n"), "\n")
+	title = strings.ReplaceAll(tools.Visible(strings.TrimRight(lines[0], " \t")), "\t", " ")
+	whole = len(lines) == 1
+	if utf8.RuneCountInString(title) > maxTitleRunes {
+		runes := []rune(title)
+		title = strings.TrimRight(string(runes[:maxTitleRunes-1]), " ") + "…"
+		whole = false
 	}
-	title := b.String()
-	if utf8.RuneCountInString(title) <= maxTitleRunes {
-		return title
+	if more := len(lines) - 1; more == 1 {
+		title += " (+1 more line)"
+	} else if more > 1 {
+		title += fmt.Sprintf(" (+%d more lines)", more)
 	}
-	runes := []rune(title)
-	return strings.TrimRight(string(runes[:maxTitleRunes-1]), " ") + "…"
-}
-
-func trimTrailingBlanks(b *strings.Builder) {
-	s := strings.TrimRight(b.String(), " \t")
-	if len(s) == b.Len() {
-		return
-	}
-	b.Reset()
-	b.WriteString(s)
+	return title, whole
 }
 
 func outputTitle(id string) string {

@@ -240,15 +240,27 @@ func TestBashTitle(t *testing.T) {
 		// one that does not runs nothing and has none.
 		{name: "one line", args: `{"command":"ls -la","description":"List files"}`,
 			want: tools.Call{Title: "ls -la", Kind: "execute", Live: true, Description: "List files", Cwd: "/w", Subject: tools.Shell("ls -la")}},
-		{name: "newlines collapsed", args: `{"command":"  cd x &&\n   make  \r\n\tmake test\n","description":"Build"}`,
-			want: tools.Call{Title: "cd x && make make test", Kind: "execute", Live: true, Description: "Build", Cwd: "/w",
+		// A command of several lines shows its first and how many follow:
+		// joined, the second would read as arguments of the first. The
+		// whole command, every character visible, is its body.
+		{name: "several lines", args: `{"command":"  cd x &&\n   make  \r\n\tmake test\n","description":"Build"}`,
+			want: tools.Call{Title: "cd x && (+2 more lines)", Kind: "execute", Live: true, Description: "Build", Cwd: "/w",
+				Body:    "  cd x &&\n   make  ␍\n\tmake test",
 				Subject: tools.Shell("  cd x &&\n   make  \r\n\tmake test\n")}},
+		{name: "the issue's two lines", args: `{"command":"echo hello\nrm -f important.txt","description":"d"}`,
+			want: tools.Call{Title: "echo hello (+1 more line)", Kind: "execute", Live: true, Description: "d", Cwd: "/w",
+				Body: "echo hello\nrm -f important.txt", Subject: tools.Shell("echo hello\nrm -f important.txt")}},
+		// A carriage return, an escape sequence or a bidirectional control
+		// cannot overwrite or reorder what the title shows.
+		{name: "controls made visible", args: `{"command":"echo safe\rrm -rf x \u001b[2K\u202e","description":"d"}`,
+			want: tools.Call{Title: "echo safe␍rm -rf x ␛[2K⟨U+202E⟩", Kind: "execute", Live: true, Description: "d", Cwd: "/w",
+				Subject: tools.Shell("echo safe\rrm -rf x \x1b[2K\u202e")}},
 		{name: "tabs become spaces", args: `{"command":"printf 'a\tb'","description":"d"}`,
 			want: tools.Call{Title: "printf 'a b'", Kind: "execute", Live: true, Description: "d", Cwd: "/w", Subject: tools.Shell("printf 'a\tb'")}},
 		{name: "long command shortened", args: fmt.Sprintf(`{"command":%q}`, long),
-			want: tools.Call{Title: string([]rune(long)[:499]) + "…", Kind: "execute", Live: true, Cwd: "/w"}},
+			want: tools.Call{Title: string([]rune(long)[:499]) + "…", Kind: "execute", Live: true, Cwd: "/w", Body: long}},
 		{name: "long command shortened, whole subject", args: fmt.Sprintf(`{"command":%q,"description":"d"}`, long),
-			want: tools.Call{Title: string([]rune(long)[:499]) + "…", Kind: "execute", Live: true, Description: "d", Cwd: "/w", Subject: tools.Shell(long)}},
+			want: tools.Call{Title: string([]rune(long)[:499]) + "…", Kind: "execute", Live: true, Description: "d", Cwd: "/w", Subject: tools.Shell(long), Body: long}},
 		{name: "workdir shown", args: `{"command":"pwd","workdir":"sub"}`,
 			want: tools.Call{Title: "pwd", Kind: "execute", Live: true, Cwd: "/w/sub"}},
 		{name: "background start is not live", args: `{"command":"serve","run_in_background":true}`,

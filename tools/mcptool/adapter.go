@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -21,7 +22,9 @@ func (t *Tool) Prepare(_ tools.Caller, args json.RawMessage) tools.Prepared {
 	args = append(json.RawMessage(nil), args...)
 	return tools.Prepared{
 		Call: tools.Call{
-			Title:   t.Title(args),
+			// A server names its tools: nothing in a name may hide
+			// part of the title.
+			Title:   strings.ReplaceAll(tools.Visible(t.Title(args)), "\n", " "),
 			Kind:    tools.Kind(t.Kind()),
 			Subject: tools.Key(t.ApprovalKey()),
 		},
