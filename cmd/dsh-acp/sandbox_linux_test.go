@@ -107,7 +107,9 @@ func (p *sandboxAgent) prompt(ctx context.Context, sid, text string) []toolResul
 		content, _ := up["content"].([]any)
 		for _, c := range content {
 			inner, _ := c.(map[string]any)["content"].(map[string]any)
-			if s, ok := inner["text"].(string); ok {
+			// A long command's own block (its whole text, above the
+			// result) is not what it printed.
+			if s, ok := inner["text"].(string); ok && !strings.HasPrefix(s, "```sh\n") {
 				r.text += s + "\n"
 			}
 		}
