@@ -818,6 +818,9 @@ func (p *printer) question(r acpsdk.RequestPermissionRequest) {
 	if r.ToolCall.RawInput != nil {
 		f["input"] = r.ToolCall.RawInput
 	}
+	if lines := commandLines(r.ToolCall.Content); lines != nil {
+		f["command"] = strings.Join(lines, "\n")
+	}
 	p.events.emit("permission", f)
 }
 

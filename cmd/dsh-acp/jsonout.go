@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -117,7 +118,8 @@ func updateEvent(u acpsdk.SessionUpdate, cwd string) (string, map[string]any, bo
 
 // contentFields adds a tool call's content to its event: "text" (the
 // result, as the model got it), "diffs" and "changes" (what the call
-// changed), "description" (why the model ran it).
+// changed), "description" (why the model ran it), "command" (the whole
+// command, when the title shows only its first line).
 func contentFields(f map[string]any, content []acpsdk.ToolCallContent, cwd string) {
 	var texts, lines []string
 	var diffs []map[string]any
@@ -133,6 +135,10 @@ func contentFields(f map[string]any, content []acpsdk.ToolCallContent, cwd strin
 			diffs = append(diffs, d)
 		case c.Content != nil && c.Content.Content.Text != nil:
 			text := c.Content.Content.Text.Text
+			if cmd, ok := unfenceLang(text, "sh"); ok {
+				f["command"] = strings.TrimSuffix(cmd, "\n")
+				continue
+			}
 			switch t, fenced := unfence(text); {
 			case fenced:
 				body = true

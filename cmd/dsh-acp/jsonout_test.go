@@ -150,6 +150,25 @@ func TestExecJSON(t *testing.T) {
 	}
 }
 
+// TestExecJSONCommandOfSeveralLines: a command of two lines is titled by
+// its first; the whole command is the events' "command", beside the
+// description.
+func TestExecJSONCommandOfSeveralLines(t *testing.T) {
+	t.Parallel()
+	script := writeScript(t, bashCall("", "echo hello\necho world"), `{"text":"Done."}`)
+	evs, code, errb := runJSON(t, []string{"DSH_STATE_DIR=" + t.TempDir()}, "--script", script, "--yes", "--cwd", t.TempDir(), "greet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb)
+	}
+	calls, asked := ofType(evs, "tool_call"), ofType(evs, "permission")
+	if len(calls) != 1 || calls[0]["title"] != "echo hello (+1 more line)" || calls[0]["command"] != "echo hello\necho world" || calls[0]["description"] != "Run it" {
+		t.Errorf("tool calls %v", calls)
+	}
+	if len(asked) != 1 || asked[0]["title"] != "echo hello (+1 more line)" || asked[0]["command"] != "echo hello\necho world" {
+		t.Errorf("permission events %v", asked)
+	}
+}
+
 // TestExecJSONUsage: the turn's tokens and cost from a real endpoint are
 // a usage event before the end.
 func TestExecJSONUsage(t *testing.T) {
