@@ -240,7 +240,8 @@ type Turn struct {
 // Outcome is what a turn produced.
 type Outcome struct {
 	// Messages are the messages this turn added to the history (the user
-	// prompt first), also when the turn failed or was cancelled.
+	// prompt first), also when the turn failed or was cancelled; none for
+	// a prompt that was not sent because it alone does not fit the window.
 	Messages []Message
 	Stop     StopReason
 	// History, when not nil, is the whole conversation from now on: a

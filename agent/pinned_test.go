@@ -97,16 +97,23 @@ func TestPromptKeptWhenTheCutFallsAfterIt(t *testing.T) {
 }
 
 // A prompt that does not fit the window by itself is not sent (it could
-// only be summarized): the turn ends with an error that says so.
+// only be summarized) nor kept: the turn ends with an error that says so.
 func TestPromptAloneTooLarge(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
 	p := newReplay(t)
 	l := newLoop(t, p)
 	l.ContextWindow = 1000
-	_, err := l.Run(ctx, agent.Turn{History: longHistory(1, 10), Prompt: strings.Repeat("big ", 2000)})
+	var recorded []agent.Message
+	out, err := l.Run(ctx, agent.Turn{History: longHistory(1, 10), Prompt: strings.Repeat("big ", 2000),
+		Record: func(m agent.Message) { recorded = append(recorded, m) }})
 	if !errors.Is(err, agent.ErrContextExceeded) || !strings.Contains(err.Error(), "this prompt alone is about") || !strings.Contains(err.Error(), "never summarized") {
 		t.Fatalf("err = %v, want one saying the prompt alone does not fit", err)
+	}
+	// Not sent, not kept: in the history every later request would carry
+	// it and fail the same way.
+	if len(out.Messages) != 0 || out.History != nil || len(recorded) != 0 {
+		t.Errorf("the prompt was kept: messages %d, history %v, recorded %d", len(out.Messages), out.History != nil, len(recorded))
 	}
 	if n := len(p.requests()); n != 0 {
 		t.Errorf("%d model requests, want none", n)

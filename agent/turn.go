@@ -80,15 +80,18 @@ func (l *Loop) Run(ctx context.Context, in Turn) (Outcome, error) {
 		}
 	}
 	// The prompt in hand is never summarized: one that does not fit the
-	// window by itself cannot be sent at all.
+	// window by itself cannot be sent at all. Not sent, it is not kept
+	// either (no message, nothing recorded): in the history, every later
+	// request would carry it and fail the same way.
 	if err := l.promptFits(t.system, t.out.Messages[0], in.Extra); err != nil {
-		return t.out, err
+		return Outcome{}, err
 	}
+	t.record(t.out.Messages[0])
 	return t.run()
 }
 
 // newTurn reads the system prompt (telling the editor of new instruction
-// files) and records the prompt.
+// files) and takes the prompt in hand; Run records it once it can be sent.
 func (l *Loop) newTurn(ctx context.Context, in Turn, emit func(Event), log *zap.Logger) turn {
 	t := turn{l: l, ctx: ctx, in: in, log: log, emit: emit, maxReq: l.MaxRequests}
 	if t.maxReq <= 0 {
@@ -97,7 +100,6 @@ func (l *Loop) newTurn(ctx context.Context, in Turn, emit func(Event), log *zap.
 	t.system = l.systemMessage(in, emit, log)
 	t.record = in.recorder()
 	t.out = Outcome{Messages: []Message{{Role: RoleUser, Content: in.Prompt, Images: in.Images}}}
-	t.record(t.out.Messages[0])
 	t.conv = make([]Message, 0, len(in.History)+8)
 	t.conv = append(t.conv, in.History...)
 	t.conv = append(t.conv, t.out.Messages[0])
