@@ -80,11 +80,27 @@ func (m *models) get(ctx context.Context) []string {
 	return m.list
 }
 
-// reset makes the next get list the models again.
-func (m *models) reset() {
+// relist lists the models again; changed says the list is not the one
+// offered before.
+func (m *models) relist(ctx context.Context) (changed bool) {
 	m.mu.Lock()
+	before := m.list
 	m.listed = false
 	m.mu.Unlock()
+	return !slices.Equal(before, m.get(ctx))
+}
+
+// modelsMaybeChanged lists the models again after a sign-in or a sign-out
+// and, when the list is another, sends every live session its config
+// options again, so the picker of an open thread shows the endpoint's
+// models without a restart.
+func (a *Agent) modelsMaybeChanged(ctx context.Context) {
+	if !a.models.relist(ctx) {
+		return
+	}
+	for _, s := range a.opts.Sessions.Live() {
+		a.sendUpdate(ctx, s.ID, acpsdk.SessionUpdate{ConfigOptionUpdate: &acpsdk.SessionConfigOptionUpdate{ConfigOptions: a.configOptions(ctx, s)}})
+	}
 }
 
 func (m *models) has(ctx context.Context, name string) bool {

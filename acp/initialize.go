@@ -156,7 +156,7 @@ func (a *Agent) Authenticate(ctx context.Context, p acpsdk.AuthenticateRequest) 
 	}
 	a.log.Info("authenticated")
 	// The model list may have failed for want of the key.
-	a.models.reset()
+	a.modelsMaybeChanged(ctx)
 	return resp, nil
 }
 
@@ -173,7 +173,7 @@ func (a *Agent) Logout(ctx context.Context, _ acpsdk.LogoutRequest) (resp acpsdk
 		return resp, acpsdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	a.log.Info("logout", zap.String("result", msg))
-	a.models.reset()
+	a.modelsMaybeChanged(ctx)
 	return resp, nil
 }
 

@@ -449,14 +449,8 @@ func (r *Registry) List(cwd, cursor string) (ListPage, error) {
 }
 
 func (r *Registry) listLive(cwd string) ListPage {
-	r.mu.Lock()
-	live := make([]*Session, 0, len(r.byID))
-	for _, s := range r.byID {
-		live = append(live, s)
-	}
-	r.mu.Unlock()
 	var out ListPage
-	for _, s := range live {
+	for _, s := range r.Live() {
 		if cwd != "" && s.Cwd != cwd {
 			continue
 		}

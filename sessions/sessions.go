@@ -208,6 +208,17 @@ func (r *Registry) Get(id string) (*Session, error) {
 	return s, nil
 }
 
+// Live returns the live sessions, in no order.
+func (r *Registry) Live() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Session, 0, len(r.byID))
+	for _, s := range r.byID {
+		out = append(out, s)
+	}
+	return out
+}
+
 // Len returns how many sessions are live.
 func (r *Registry) Len() int {
 	r.mu.Lock()
