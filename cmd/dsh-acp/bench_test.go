@@ -46,19 +46,44 @@ func BenchmarkStartup(b *testing.B) {
 		if out, err := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent").CombinedOutput(); err != nil {
 			b.Fatalf("build the SDK's example agent: %v\n%s", err, out)
 		}
+		var cpu startCPU
 		for b.Loop() {
 			cmd := exec.Command(bin)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir()}
 			p := startCmd(b, cmd)
 			p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
 			b.StopTimer()
+			cpu.add(p.cmd.Process.Pid)
 			p.stdin.Close()
 			for range p.lines {
 			}
 			<-p.done
 			b.StartTimer()
 		}
+		cpu.report(b)
 	})
+}
+
+// startCPU adds up the CPU time of each start until its initialize answer
+// (Linux), reported beside the wall time as cpu-ms/op.
+type startCPU struct {
+	sum time.Duration
+	n   int
+	ok  bool
+}
+
+func (c *startCPU) add(pid int) {
+	if d, ok := processCPU(pid); ok {
+		c.sum += d
+		c.n++
+		c.ok = true
+	}
+}
+
+func (c *startCPU) report(b *testing.B) {
+	if c.ok && c.n > 0 {
+		b.ReportMetric(float64(c.sum.Microseconds())/1000/float64(c.n), "cpu-ms/op")
+	}
 }
 
 func benchStartup(b *testing.B, stored int) {
@@ -67,16 +92,19 @@ func benchStartup(b *testing.B, stored int) {
 	script := benchScript(b, 0)
 	dir := b.TempDir()
 	fillStore(b, dir, stored)
+	var cpu startCPU
 	for b.Loop() {
 		p := startProc(b, append([]string{"--script", script, "--state-dir", dir}, startupFlags...)...)
 		p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
 		b.StopTimer()
+		cpu.add(p.cmd.Process.Pid)
 		p.stdin.Close()
 		for range p.lines {
 		}
 		<-p.done
 		b.StartTimer()
 	}
+	cpu.report(b)
 }
 
 // inProcess is the whole agent served over pipes to an SDK client in the
