@@ -14,7 +14,7 @@ import (
 // Initialize negotiates the protocol version and advertises only what we
 // really do: text prompts with embedded context and images (sent to models
 // that read them; no audio), MCP servers over stdio and streamable
-// HTTP, session/close and list, and — when sessions are stored —
+// HTTP, session/close, list and fork, and — when sessions are stored —
 // session/load, resume and delete.
 func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp acpsdk.InitializeResponse, err error) {
 	defer a.recoverTo("initialize", &err)
@@ -44,6 +44,7 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 	caps := acpsdk.SessionCapabilities{
 		Close: &acpsdk.SessionCloseCapabilities{},
 		List:  &acpsdk.SessionListCapabilities{},
+		Fork:  &acpsdk.SessionForkCapabilities{},
 	}
 	stored := a.opts.Sessions.Persistent()
 	if stored {

@@ -91,6 +91,7 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 		return Loaded{}, fmt.Errorf("read stored session %s: %w", id, err)
 	}
 	s.restore(state, r.Offers)
+	s.committed = stored.Seq()
 	if len(state.RunningTasks) > 0 {
 		// Reopen recorded them gone.
 		s.queueNotice(r.goneNotice(state.RunningTasks))

@@ -327,6 +327,10 @@ type Session struct {
 	tools Tools
 	// plan is the session's plan; nil until the model makes one.
 	plan *tools.Plan
+	// committed is the Seq of the last entry stored when the last turn
+	// ended (or when the session was made live): where a fork taken
+	// during a turn stops.
+	committed int64
 }
 
 type turn struct {
@@ -392,11 +396,15 @@ func (s *Session) BeginTurn(ctx context.Context, t Ticket) (context.Context, fun
 	<-prev
 
 	end := func() {
+		// What the turn stored is committed now: a fork taken while a
+		// later turn runs goes up to here.
+		seq := s.storedSeq()
 		s.mu.Lock()
 		// Compare by identity: a newer turn may already be current.
 		if s.current == cur {
 			s.current = nil
 		}
+		s.committed = seq
 		s.mu.Unlock()
 		cancel(nil)
 		close(cur.done)

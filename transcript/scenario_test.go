@@ -149,7 +149,7 @@ func parseScenario(name string, data []byte, root string) (*scenario, error) {
 }
 
 var knownOps = map[string]bool{
-	"initialize": true, "new_session": true, "set_mode": true, "prompt": true, "wait": true,
+	"initialize": true, "new_session": true, "fork": true, "set_mode": true, "prompt": true, "wait": true,
 	"cancel": true, "close_session": true, "await_update": true, "permission": true, "raw": true,
 	"request": true, "close_stdin": true, "expect_exit": true, "write_file": true, "wait_file": true,
 	"expect_no_file": true, "await_procs": true, "expect_gone": true, "check_spill": true, "restart": true, "tear": true, "wait_log": true,

@@ -71,6 +71,31 @@ func (h *harness) do(s step) error {
 			_, err = h.callWait("session/set_mode", map[string]any{"sessionId": r.SessionID, "modeId": s.Mode})
 		}
 		return err
+	case "fork":
+		// session/fork of Session as As, in Cwd; the fork's commands are
+		// announced after the reply, as a new session's.
+		if s.As == "" || s.Cwd == "" || s.Session == "" {
+			return errors.New(`fork needs "session", "as" and "cwd"`)
+		}
+		if err := os.MkdirAll(s.Cwd, 0o755); err != nil {
+			return err
+		}
+		var servers any = []any{}
+		if len(s.MCPServers) > 0 {
+			servers = s.MCPServers
+		}
+		res, err := h.callWait("session/fork", map[string]any{"sessionId": h.sid(s.Session), "cwd": s.Cwd, "mcpServers": servers})
+		if err != nil {
+			return err
+		}
+		var r struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.Unmarshal(res, &r); err != nil || r.SessionID == "" {
+			return fmt.Errorf("session/fork answered %s", res)
+		}
+		h.sessions[s.As] = r.SessionID
+		return h.awaitUpdate(step{Session: s.As, Match: json.RawMessage(`{"sessionUpdate":"session_info_update"}`)})
 	case "set_mode":
 		_, err := h.callWait("session/set_mode", map[string]any{"sessionId": h.sid(s.Session), "modeId": s.Mode})
 		return err
