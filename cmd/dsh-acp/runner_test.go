@@ -177,7 +177,8 @@ COMP_WORDS=(dsh-acp exec --contin); COMP_CWORD=2; _dsh_acp; echo "${COMPREPLY[*]
 }
 
 // TestVersionFromBuildInfo: the version comes from the build, never a
-// constant: the module version, else the VCS revision and time.
+// constant: the release the release build stamps, else the module version,
+// else the VCS revision and time.
 func TestVersionFromBuildInfo(t *testing.T) {
 	t.Parallel()
 	setting := func(kv ...string) []debug.BuildSetting {
@@ -187,16 +188,21 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		}
 		return s
 	}
+	vcs := setting("vcs.revision", "0123456789abcdef0123", "vcs.time", "2026-12-01T10:00:00Z", "vcs.modified", "true")
+	devel := debug.Module{Version: "(devel)"}
 	cases := []struct {
-		info *debug.BuildInfo
-		want string
+		release, commit string
+		info            *debug.BuildInfo
+		want            string
 	}{
-		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: setting("vcs.revision", "0123456789abcdef0123", "vcs.time", "2026-12-01T10:00:00Z", "vcs.modified", "true")}, "(devel) 0123456789ab 2026-12-01T10:00:00Z +modified"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "(devel)"},
+		{"0.1.0", "", &debug.BuildInfo{Main: devel, Settings: vcs}, "0.1.0"},
+		{"", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
+		{"", "fedcba987654", &debug.BuildInfo{Main: devel, Settings: vcs}, "(devel) 0123456789ab 2026-12-01T10:00:00Z +modified"},
+		{"", "fedcba987654", &debug.BuildInfo{Main: devel}, "(devel) fedcba987654"},
+		{"", "", &debug.BuildInfo{Main: devel}, "(devel)"},
 	}
 	for _, c := range cases {
-		if got := versionFrom(c.info, true); got != c.want {
+		if got := versionFrom(c.release, c.commit, c.info, true); got != c.want {
 			t.Errorf("versionFrom = %q, want %q", got, c.want)
 		}
 	}
@@ -221,7 +227,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "dsh-acp " + versionFrom(info, true) + "\n"; string(out) != want {
+	if want := "dsh-acp " + versionFrom("", "", info, true) + "\n"; string(out) != want {
 		t.Errorf("binary says %q, its build information %q", out, want)
 	}
 }

@@ -5,14 +5,32 @@ import (
 	"strings"
 )
 
-// version is what this binary was built from, read from its own build
-// information: the module version for `go install …@vX`, else the VCS
-// revision and time, else "(devel)".
-var version = versionFrom(debug.ReadBuildInfo())
+// release is the release this binary is, X.Y.Z as CHANGELOG.md's newest
+// section names it. Only the release build sets it
+// (-ldflags "-X main.release=X.Y.Z", see .goreleaser.yaml); every other
+// build says what it was built from instead.
+var release string
 
-func versionFrom(info *debug.BuildInfo, ok bool) string {
+// commit is the commit a build from a clone was made from, for where the
+// build information has none (GOFLAGS=-buildvcs=false, a git worktree):
+// the README's from-source command sets it (-X main.commit=$(git rev-parse …)).
+var commit string
+
+// version is what `dsh-acp version` and agentInfo.version say: the release,
+// else what the binary's own build information says — the module version
+// for `go install …@vX`, else the VCS revision and time — else the commit
+// the build command passed, else "(devel)".
+var version = func() string {
+	info, ok := debug.ReadBuildInfo()
+	return versionFrom(release, commit, info, ok)
+}()
+
+func versionFrom(release, commit string, info *debug.BuildInfo, ok bool) string {
+	if release != "" {
+		return release
+	}
 	if !ok || info == nil {
-		return "(unknown: built without module information)"
+		info = &debug.BuildInfo{}
 	}
 	if v := info.Main.Version; v != "" && v != "(devel)" {
 		return v
@@ -28,6 +46,9 @@ func versionFrom(info *debug.BuildInfo, ok bool) string {
 		case "vcs.modified":
 			modified = s.Value == "true"
 		}
+	}
+	if rev == "" {
+		rev = commit
 	}
 	if rev == "" {
 		return "(devel)"
