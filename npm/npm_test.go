@@ -96,9 +96,8 @@ func TestLauncherWhereThereIsNoBinary(t *testing.T) {
 // through it signs in on a terminal.
 func TestPackedTarballs(t *testing.T) {
 	dir, version := releasetest.Release(t, "..")
-	ctx := testutil.Context(t)
 	home := t.TempDir()
-	prefix := releasetest.Install(t, ctx, dir, version, home)
+	prefix := releasetest.Install(t, dir, version, home)
 
 	// What was installed: no install scripts anywhere, the platform's
 	// package is an optional dependency of the main one, and it holds the
@@ -139,8 +138,29 @@ func TestPackedTarballs(t *testing.T) {
 		if err != nil || string(out) != "dsh-acp "+version+"\n" {
 			t.Errorf("npx dsh-acp version: %q, %v; want dsh-acp %s", out, err, version)
 		}
+		// The binary's exit code comes through the launcher.
+		if err := npx("version", "extra").Run(); exitCode(err) != 2 {
+			t.Errorf("npx dsh-acp version extra: %v, want exit status 2 (a usage error)", err)
+		}
+	})
+	t.Run("signals", func(t *testing.T) {
+		if runtime.GOOS != "linux" {
+			t.Skip("finds the processes in /proc")
+		}
+		ctx := testutil.WithTimeout(t, releasetest.Slow)
+		cmd := npx()
+		releasetest.Initialize(t, ctx, cmd, releasetest.RegistryInitialize(), func() {
+			// SIGTERM to the launcher alone: the agent, whose stdin is still
+			// open, ends only if the launcher passes the signal on.
+			launcher, agent := launcherAndAgent(t, cmd.Process.Pid, binary)
+			if err := syscall.Kill(launcher, syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitGone(t, ctx, agent)
+		})
 	})
 	t.Run("initialize", func(t *testing.T) {
+		ctx := testutil.WithTimeout(t, releasetest.Slow)
 		cmd := npx()
 		initialized := releasetest.Initialize(t, ctx, cmd, releasetest.RegistryInitialize(), func() {
 			if runtime.GOOS != "linux" {
@@ -157,6 +177,7 @@ func TestPackedTarballs(t *testing.T) {
 		}
 	})
 	t.Run("login", func(t *testing.T) {
+		ctx := testutil.WithTimeout(t, releasetest.Slow)
 		m := mockllm.New(t, mockllm.Options{Key: "sk-from-npx"})
 		ptm, tty, err := pty.Open()
 		if err != nil {
@@ -255,6 +276,53 @@ func checkPlatformBinary(t *testing.T, path string) {
 			t.Errorf("%s asks for a program interpreter: not static", path)
 		}
 	}
+}
+
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// launcherAndAgent finds, in session sid, the Node process running the
+// launcher and the process running binary.
+func launcherAndAgent(t *testing.T, sid int, binary string) (launcher, agent int) {
+	t.Helper()
+	ps, err := proctab.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.EvalSymlinks(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Sid != sid || p.Zombie {
+			continue
+		}
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.Pid)); err == nil && exe == want {
+			agent = p.Pid
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) >= 2 && strings.HasPrefix(filepath.Base(args[0]), "node") &&
+			(strings.HasSuffix(args[1], "/.bin/dsh-acp") || strings.HasSuffix(args[1], "/dsh-acp.js")) {
+			launcher = p.Pid
+		}
+	}
+	if launcher == 0 || agent == 0 {
+		t.Fatalf("in the session of npx: launcher pid %d, agent pid %d; want both", launcher, agent)
+	}
+	return launcher, agent
 }
 
 // runsBinary reports whether a process of session sid runs binary.

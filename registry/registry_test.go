@@ -319,7 +319,7 @@ func TestFormatCheckRefuses(t *testing.T) {
 // non-empty authMethods holding a terminal method.
 func authCheck(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
-	ctx := testutil.Context(t)
+	ctx := testutil.WithTimeout(t, releasetest.Slow)
 	result := releasetest.Initialize(t, ctx, cmd, releasetest.RegistryInitialize(), nil)
 	methods := releasetest.AuthMethods(result)
 	if !slices.ContainsFunc(methods, func(m releasetest.AuthMethod) bool { return m.Type == "terminal" }) {
@@ -368,7 +368,7 @@ func TestAuthCheckThroughNpx(t *testing.T) {
 		t.Skip("dsh-acp does not run on Windows")
 	}
 	home := t.TempDir()
-	prefix := releasetest.Install(t, testutil.Context(t), dir, version, home)
+	prefix := releasetest.Install(t, dir, version, home)
 	cmd := releasetest.Npx(prefix, home)
 	cmd.Env = append(cmd.Env, "TERM=dumb")
 	authCheck(t, cmd)

@@ -15,9 +15,35 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
+
+// Slow bounds a step that runs npm or Node: on a loaded machine an npm
+// install alone can take longer than testutil.Timeout.
+const Slow = 3 * time.Minute
+
+// output is a process's stderr, read while the process still writes it.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
 
 // ChangelogVersion is the newest version of root/CHANGELOG.md: the release's.
 func ChangelogVersion(t testing.TB, root string) string {
@@ -86,8 +112,9 @@ func NPMEnv(home string) []string {
 // Install installs the release's main tarball and this platform's into an
 // empty prefix, offline, as npm would from the registry, and returns the
 // prefix.
-func Install(t testing.TB, ctx context.Context, dir, version, home string) string {
+func Install(t testing.TB, dir, version, home string) string {
 	t.Helper()
+	ctx := testutil.WithTimeout(t, Slow)
 	prefix := t.TempDir()
 	cmd := exec.CommandContext(ctx, "npm", "install", "--offline", "--no-audit", "--no-fund", "--prefix", prefix,
 		filepath.Join(dir, "npm", "dsh-acp-"+version+".tgz"),
@@ -139,8 +166,8 @@ func Initialize(t testing.TB, ctx context.Context, cmd *exec.Cmd, params map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &output{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
