@@ -119,26 +119,37 @@ func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
 }
 
 func (c *Confiner) confine(x executor.Confinement) (executor.Process, error) {
-	tmp, err := c.TempDir(x.Spec.Owner)
+	p, tmp, err := c.policy(x.Spec.Owner, x.Spec.Root, x.Spec.Workdir, x.Shell, x.SpillDir, x.PrivateDir)
 	if err != nil {
 		return nil, err
+	}
+	return c.start(x.Spec.Owner, p, x.Spec.Workdir, x.Spec.Command, commandEnv(x.Env, tmp), x.Stdout, x.Stderr)
+}
+
+// policy is what a command of owner may touch: root (else workdir, where
+// it starts) and its temporary directory to write, everything but the
+// agent's files and the other sessions' to read. It returns the temporary
+// directory too.
+func (c *Confiner) policy(owner, root, workdir, shell, spillDir, privateDir string) (Policy, string, error) {
+	tmp, err := c.TempDir(owner)
+	if err != nil {
+		return Policy{}, "", err
 	}
 	c.mu.Lock()
 	sandboxes := c.root
 	c.mu.Unlock()
-	root := x.Spec.Root
 	if root == "" {
-		root = x.Spec.Workdir
+		root = workdir
 	}
 	p := Policy{
 		Workdir: root,
 		TempDir: tmp,
 		Network: c.opts.Network,
-		Shell:   x.Shell,
+		Shell:   shell,
 		// The other sessions' spill files and temporary directories are in
 		// these two; the command's own are re-opened inside them (its
 		// temporary directory as a write tree, its spill files by Read).
-		Deny: append([]string{x.PrivateDir, sandboxes}, c.opts.Deny...),
+		Deny: append([]string{privateDir, sandboxes}, c.opts.Deny...),
 	}
 	if !c.opts.Network && c.opts.Launcher.Namespaces() {
 		ipc := c.opts.IPC
@@ -151,13 +162,33 @@ func (c *Confiner) confine(x executor.Confinement) (executor.Process, error) {
 	if len(read) == 0 {
 		read = []string{"/"}
 	}
-	if x.SpillDir != "" {
-		p.Read = append(append([]string{}, read...), x.SpillDir)
+	if spillDir != "" {
+		p.Read = append(append([]string{}, read...), spillDir)
 	} else {
 		p.Read = read
 	}
-	return c.start(x.Spec.Owner, p, x.Spec.Workdir, x.Spec.Command, commandEnv(x.Env, tmp), x.Stdout, x.Stderr)
+	return p, tmp, nil
 }
+
+// Files are owner's file operations under the policy its commands get
+// (executor.FileConfiner): each path, its links resolved, is checked with
+// Policy.Permits against that very policy, built by the same code
+// (policy), before the operation is done on the resolved path.
+func (c *Confiner) Files(a executor.FileAccess) (executor.Files, error) {
+	p, _, err := c.policy(a.Owner, a.Root, a.Root, a.Shell, a.SpillDir, a.PrivateDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return executor.CheckedFiles{Allow: func(real string, write bool) error {
+		if !p.Permits(real, write) {
+			return ErrDenied
+		}
+		return nil
+	}}, nil
+}
+
+// ErrDenied is the sandbox's refusal of a file operation.
+var ErrDenied = errors.New("the sandbox does not allow it")
 
 // Release removes owner's temporary directory (the session closed).
 func (c *Confiner) Release(owner string) {

@@ -135,17 +135,10 @@ func buildRules(p Policy, hidden map[string]bool) *ruleSet {
 		}
 	}
 	r := new(ruleSet)
-	read := p.Read
-	if len(read) == 0 {
-		read = []string{"/"}
-	} else {
-		read = append(append(append([]string{}, read...), SystemRead...), filepath.Dir(p.Shell))
-	}
-	for _, root := range resolveAll(read) {
+	for _, root := range resolveAll(p.readTrees()) {
 		r.grant(root, deny, false, true)
 	}
-	write := append([]string{p.Workdir, p.TempDir}, p.Write...)
-	for _, root := range resolveAll(write) {
+	for _, root := range resolveAll(p.writeTrees()) {
 		r.grant(root, deny, true, true)
 	}
 	return r
@@ -214,23 +207,6 @@ func (r *ruleSet) grant(root string, deny []string, write, top bool) {
 	}
 }
 
-// deniedAt reports whether root is denied itself (it is a denied path, or
-// lies inside one without being an explicit root), and whether a denied
-// path lies beneath it.
-func deniedAt(root string, deny []string, top bool) (denied, below bool) {
-	for _, d := range deny {
-		switch {
-		case root == d:
-			return true, below
-		case within(root, d) && !top:
-			return true, below
-		case within(d, root):
-			below = true
-		}
-	}
-	return false, below
-}
-
 // descend grants root's entries one by one, around the denied paths
 // beneath it; root itself gets only dirOnly (see rules).
 func (r *ruleSet) descend(root string, deny []string, write bool) {
@@ -264,26 +240,6 @@ func (r *ruleSet) descend(root string, deny []string, write bool) {
 		}
 		r.grant(path, deny, write, false)
 	}
-}
-
-// resolveAll cleans paths and resolves their symlinks; paths that do not
-// exist are kept as they are (a missing grant is skipped; a missing deny
-// entry hides nothing, so deny a directory, not files that come later).
-func resolveAll(paths []string) []string {
-	out := make([]string, 0, len(paths))
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		p = filepath.Clean(p)
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // hideDenied covers, inside the zygote's mount namespace, every denied

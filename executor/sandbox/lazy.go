@@ -71,3 +71,12 @@ func (l *Lazy) Close() error {
 	}
 	return nil
 }
+
+// Files confines file operations (executor.FileConfiner).
+func (l *Lazy) Files(a executor.FileAccess) (executor.Files, error) {
+	c := l.confiner()
+	if c == nil {
+		return nil, executor.ErrNoSandbox
+	}
+	return c.Files(a)
+}
