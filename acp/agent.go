@@ -98,7 +98,8 @@ type Agent struct {
 	// announce sends a new session's commands after its reply.
 	announce announcer
 
-	// mu guards conn, terminalOutput, clientReadsFiles and signInOffered.
+	// mu guards conn, terminalOutput, clientReadsFiles, clientWritesFiles
+	// and signInOffered.
 	mu   sync.Mutex
 	conn client
 	// terminalOutput: the client announced Zed's display-only terminal
@@ -109,6 +110,8 @@ type Agent struct {
 	clientReadsFiles bool
 	// signInOffered: initialize offered this client a sign-in it can run.
 	signInOffered bool
+	// clientWritesFiles: the client offers fs/write_text_file.
+	clientWritesFiles bool
 }
 
 // New returns an Agent; call Serve to run it over a connection.

@@ -55,6 +55,8 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 			d = a.opts.Rules.Check(sub.Text, a.remembered(s, log))
 		case tools.ToolKey:
 			d = a.opts.Rules.CheckKey(sub.Text, a.remembered(s, log))
+		case tools.FileRead, tools.FileWrite:
+			d = a.opts.Rules.CheckFile(fileScheme(sub), sub.Text, a.remembered(s, log))
 		default:
 			// A subject no rule can read is asked in every mode, and
 			// "always" is not offered for it.
@@ -71,15 +73,20 @@ func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agen
 		case d.Verdict == permission.Deny:
 			log.Info("call denied by rule", zap.String("rule", d.Rule))
 			return agent.Approval{Message: fmt.Sprintf("Error: permission denied: the %s matches the deny rule %q; it was not run", deniedWhat(sub), d.Rule)}, nil
-		case mode == sessions.ModeSandbox && sub.Kind == tools.ShellCommand:
+		case mode == sessions.ModeSandbox && (sub.Kind == tools.ShellCommand || sub.Kind == tools.FileRead || sub.Kind == tools.FileWrite):
+			// A file tool's operations get the policy a confined
+			// command gets.
 			return agent.Approval{Allowed: true, Sandboxed: true}, nil
 		case d.Verdict == permission.Allow, mode == sessions.ModeAuto:
+			return agent.Approval{Allowed: true}, nil
+		case sub.Kind == tools.FileRead && sub.Inside:
+			// Reading the session's own directory is what it is for.
 			return agent.Approval{Allowed: true}, nil
 		case sub.Kind == tools.ToolKey && a.opts.MCP.AllowReadOnly && mcpOf(s) != nil && mcpOf(s).readOnly(call):
 			log.Info("read-only mcp tool allowed", zap.String("tool", sub.Text))
 			return agent.Approval{Allowed: true}, nil
 		}
-		keys, name, note := always(sub)
+		keys, name, note := always(s, sub)
 		return a.ask(ctx, s, conn, call, keys, name, note, log)
 	})
 }
@@ -105,10 +112,21 @@ func (a *Agent) remembered(s *sessions.Session, log *zap.Logger) map[string]bool
 
 // deniedWhat names the subject in a deny message.
 func deniedWhat(sub tools.Subject) string {
-	if sub.Kind == tools.ShellCommand {
+	switch sub.Kind {
+	case tools.ShellCommand:
 		return "command"
+	case tools.FileRead, tools.FileWrite:
+		return "path " + sub.Text
 	}
 	return "tool call"
+}
+
+// fileScheme is the rules' scheme of a file tool's subject.
+func fileScheme(sub tools.Subject) string {
+	if sub.Kind == tools.FileWrite {
+		return permission.EditScheme
+	}
+	return permission.ReadScheme
 }
 
 // always is what an "always" answer remembers (its keys), the option's
@@ -116,10 +134,24 @@ func deniedWhat(sub tools.Subject) string {
 // For a command line the keys are its programs; "plain" in the name says
 // that this very line will still be asked next time (remembered keys never
 // pass assignments, file writes or substitutions), and the note says why.
+// (A file tool's answer remembers a directory, and says which.)
 // An editor shows an option's name on one line, so the name shows at most
 // maxSubjectRunes of what it remembers; the note, empty when the name says
 // it all, names every key. No keys: no "always" option.
-func always(sub tools.Subject) (keys []string, name func(scope string) string, note string) {
+func always(s *sessions.Session, sub tools.Subject) (keys []string, name func(scope string) string, note string) {
+	switch {
+	case sub.Kind == tools.FileWrite && sub.Inside:
+		return []string{permission.FilePattern(permission.EditScheme, s.Cwd)}, func(scope string) string {
+			return "Always allow edits in `" + s.Cwd + "` in this " + scope
+		}, ""
+	case sub.Kind == tools.FileWrite:
+		// An edit outside the session's directory is asked each time.
+		return nil, nil, ""
+	case sub.Kind == tools.FileRead:
+		return []string{permission.FilePattern(permission.ReadScheme, sub.Dir)}, func(scope string) string {
+			return "Always allow reading `" + sub.Dir + "` in this " + scope
+		}, ""
+	}
 	if sub.Kind == tools.ToolKey {
 		shown, whole := subjectList([]string{sub.Text})
 		if !whole {
@@ -221,6 +253,10 @@ func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call 
 		if note != "" {
 			req.ToolCall.Content = append(req.ToolCall.Content, acpsdk.ToolContent(acpsdk.TextBlock(note)))
 		}
+	}
+	if call.Call.Preview != nil {
+		// The question shows the change it asks about.
+		req.ToolCall.Content = append(req.ToolCall.Content, changeContent(call.Call.Preview(ctx))...)
 	}
 	resp, err := conn.RequestPermission(ctx, req)
 	if err != nil {

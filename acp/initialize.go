@@ -31,6 +31,7 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 	a.terminalOutput = terminal
 	a.clientReadsFiles = p.ClientCapabilities.Fs.ReadTextFile
 	a.signInOffered = len(methods) > 0
+	a.clientWritesFiles = p.ClientCapabilities.Fs.WriteTextFile
 	a.mu.Unlock()
 	// The model list is fetched once, from now, so the first session/new
 	// rarely waits for it (it waits at most modelListTimeout).
@@ -40,7 +41,8 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 		zap.Bool("terminal_output", terminal),
 		zap.Bool("auth_terminal", p.ClientCapabilities.Auth.Terminal),
 		zap.Bool("terminal_auth_meta", metaAuth),
-		zap.Bool("fs_read_text_file", p.ClientCapabilities.Fs.ReadTextFile))
+		zap.Bool("fs_read_text_file", p.ClientCapabilities.Fs.ReadTextFile),
+		zap.Bool("fs_write_text_file", p.ClientCapabilities.Fs.WriteTextFile))
 	caps := acpsdk.SessionCapabilities{
 		Close: &acpsdk.SessionCloseCapabilities{},
 		List:  &acpsdk.SessionListCapabilities{},

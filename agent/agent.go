@@ -137,6 +137,9 @@ type Loop struct {
 	Provider Provider
 	// Tools are offered to the model in this order.
 	Tools []tools.Tool
+	// FileTools: Tools has the file tools, and the system prompt says to
+	// change files with them (else: through bash).
+	FileTools bool
 	// MaxRequests bounds model requests per turn; zero means
 	// DefaultMaxRequests.
 	MaxRequests int
@@ -465,7 +468,7 @@ func (l *Loop) systemPrompt(cwd string, in *Instructions) (prompt string, read *
 		in = &Instructions{}
 	}
 	set, read := in.Load(cwd, l.UserInstructions)
-	return SystemPrompt(PromptEnv{Now: l.now(), OS: l.OS, Cwd: cwd, Project: set}), read
+	return SystemPrompt(PromptEnv{Now: l.now(), OS: l.OS, Cwd: cwd, Project: set, FileTools: l.FileTools}), read
 }
 
 // newMessageID names a model message for the editor (ACP wants UUIDs).

@@ -20,7 +20,18 @@ var promptText string
 const (
 	slotEnvironment  = "{{environment}}"
 	slotInstructions = "{{instructions}}"
+	slotFiles        = "{{files}}"
 )
+
+// filesThroughBash is how to change files when bash is the only tool.
+//
+//go:embed prompt-files-bash.md
+var filesThroughBash string
+
+// filesThroughTools is how to change files with the file tools.
+//
+//go:embed prompt-files-tools.md
+var filesThroughTools string
 
 // instructionsHead opens the project instructions in the system prompt.
 const instructionsHead = "\n# Project instructions\n" +
@@ -38,6 +49,9 @@ type PromptEnv struct {
 	Cwd string
 	// Project is the repository and the instruction files read for Cwd.
 	Project InstructionSet
+	// FileTools: the model has the file tools (read, edit, …), and is told
+	// to change files with them rather than through bash.
+	FileTools bool
 }
 
 // SystemPrompt tells the model who it is, where it works, how to change
@@ -47,6 +61,11 @@ type PromptEnv struct {
 func SystemPrompt(env PromptEnv) string {
 	s := strings.Replace(promptText, slotEnvironment, environment(env), 1)
 	s = strings.Replace(s, slotInstructions, instructions(env.Project), 1)
+	files := filesThroughBash
+	if env.FileTools {
+		files = filesThroughTools
+	}
+	s = strings.Replace(s, slotFiles, strings.TrimRight(files, "\n"), 1)
 	return strings.TrimRight(s, "\n") + "\n"
 }
 

@@ -41,3 +41,31 @@ func TestCheckKey(t *testing.T) {
 		t.Errorf("a key without a scheme = %+v, want ask", got)
 	}
 }
+
+func TestCheckFile(t *testing.T) {
+	r := permission.Rules{Deny: []string{"edit:/p/locked/*", "git push"}, Allow: []string{"read:/usr/share/*"}}
+	remembered := map[string]bool{
+		permission.FilePattern(permission.EditScheme, "/p"):      true,
+		permission.FilePattern(permission.ReadScheme, "/shared/"): true,
+		"rm": true,
+	}
+	for _, tc := range []struct {
+		scheme, path string
+		want         permission.Verdict
+	}{
+		{permission.EditScheme, "/p/locked/x", permission.Deny},
+		{permission.EditScheme, "/p/a.txt", permission.Allow},
+		{permission.EditScheme, "/p", permission.Allow},
+		{permission.EditScheme, "/pp/a.txt", permission.Ask},
+		{permission.ReadScheme, "/p/a.txt", permission.Ask}, // edits remembered, not reads
+		{permission.ReadScheme, "/shared", permission.Allow},
+		{permission.ReadScheme, "/shared/deep/x", permission.Allow},
+		{permission.ReadScheme, "/usr/share/doc/x", permission.Allow},
+		{permission.EditScheme, "/usr/share/doc/x", permission.Ask},
+		{permission.EditScheme, "rm", permission.Ask},
+	} {
+		if got := r.CheckFile(tc.scheme, tc.path, remembered).Verdict; got != tc.want {
+			t.Errorf("CheckFile(%s, %s) = %v, want %v", tc.scheme, tc.path, got, tc.want)
+		}
+	}
+}

@@ -25,6 +25,17 @@ type Caller struct {
 	// before the agent restarted (stopped with the process that ran it);
 	// nil means none was.
 	Gone func(taskID string) bool
+	// Editor, when set, reads and writes text files through the editor
+	// (its open buffers, its review of changes); nil when the client
+	// offers no such methods.
+	Editor EditorFiles
+}
+
+// EditorFiles are the editor's own text-file methods (ACP's
+// fs/read_text_file and fs/write_text_file). Paths are absolute.
+type EditorFiles interface {
+	ReadTextFile(ctx context.Context, path string) (string, error)
+	WriteTextFile(ctx context.Context, path, content string) error
 }
 
 // sandboxKey marks a call's context: the call runs confined.
@@ -75,6 +86,13 @@ const (
 	// --allow/--deny patterns name it ("mcp:<server>/*" for every tool of a
 	// server), and "always" remembers it as is.
 	ToolKey
+	// FileRead: Subject.Text is the absolute path a call reads or searches
+	// (a file or a directory). --allow/--deny patterns name it as
+	// "read:<path>"; inside the session's directory it is not asked.
+	FileRead
+	// FileWrite: Subject.Text is the absolute path a call writes.
+	// --allow/--deny patterns name it as "edit:<path>".
+	FileWrite
 )
 
 func (k SubjectKind) String() string {
@@ -85,6 +103,10 @@ func (k SubjectKind) String() string {
 		return "shell command"
 	case ToolKey:
 		return "tool"
+	case FileRead:
+		return "file read"
+	case FileWrite:
+		return "file write"
 	}
 	return "unknown"
 }
@@ -93,9 +115,15 @@ func (k SubjectKind) String() string {
 // needs no approval.
 type Subject struct {
 	Kind SubjectKind
-	// Text is the command line (ShellCommand) or the tool key (ToolKey);
-	// empty for NoApproval.
+	// Text is the command line (ShellCommand), the tool key (ToolKey) or
+	// the path (FileRead, FileWrite); empty for NoApproval.
 	Text string
+	// Inside: the path (its links resolved) is inside the session's
+	// directory (FileRead, FileWrite).
+	Inside bool
+	// Dir is the directory an "always" answer about a read outside the
+	// session's directory covers: the one searched, or the file's.
+	Dir string
 }
 
 // Shell is the subject of a call that runs command as a shell line.
@@ -132,6 +160,9 @@ type Call struct {
 	// Hidden: the editor shows no tool call for it (its result's Plan has a
 	// display of its own). The model's history has it like any call.
 	Hidden bool
+	// Preview, when set, is what the call would change, for a question
+	// asked before it runs (a file tool's diff); nil when there is none.
+	Preview func(ctx context.Context) []Change
 }
 
 // Live receives a running call's output as it arrives, one read at a time

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -292,7 +293,7 @@ func loadShared(dir string) {
 // sharedTools reports whether tools equal the pinned list followed by
 // extra, a session's MCP tools (named mcp__…), which it returns; in -update
 // mode the first scenario pins the list without them.
-func sharedTools(dir string, tools any) (bool, []any, error) {
+func sharedTools(dir string, tools any, pin bool) (bool, []any, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	loadShared(dir)
@@ -306,7 +307,7 @@ func sharedTools(dir string, tools any) (bool, []any, error) {
 			}
 		}
 	}
-	if *update && !shared.toolsUpdated {
+	if *update && pin && !shared.toolsUpdated {
 		shared.toolsUpdated = true
 		shared.tools = tools
 		var b bytes.Buffer
@@ -323,16 +324,23 @@ func sharedTools(dir string, tools any) (bool, []any, error) {
 
 // sharedPrompt reports whether prompt equals the pinned one, which it
 // returns too.
-func sharedPrompt(dir, prompt string) (bool, string, error) {
+func sharedPrompt(dir, prompt string, pin bool) (bool, string, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	loadShared(dir)
-	if *update && !shared.promptUpdated {
+	if *update && pin && !shared.promptUpdated {
 		shared.promptUpdated = true
 		shared.prompt = prompt
 		return true, prompt, os.WriteFile(filepath.Join(dir, promptFile), []byte(prompt), 0o644)
 	}
 	return shared.prompt == prompt, shared.prompt, nil
+}
+
+// pins reports whether a scenario's requests may pin the shared texts in
+// -update mode: one run with --tools=bash offers other tools, and a prompt
+// that says so, on purpose.
+func pins(sc *scenario) bool {
+	return !slices.Contains(sc.flags, "--tools=bash")
 }
 
 // render builds the golden text of a scenario run.
@@ -472,11 +480,11 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 		for i, req := range byTag[tag] {
 			msgs, _ := req["messages"].([]any)
 			for j, msg := range msgs {
-				msgs[j] = systemPrompt(dir, msg, &errs)
+				msgs[j] = systemPrompt(dir, msg, pins(sc), &errs)
 			}
 			var notes []string
 			if tools, ok := req["tools"]; ok {
-				same, extra, err := sharedTools(dir, tools)
+				same, extra, err := sharedTools(dir, tools, pins(sc))
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -559,7 +567,7 @@ const instructionsStart = "\n# Project instructions\n"
 // summaryPromptStart opens the system prompt of a summary request.
 const summaryPromptStart = "You write the summary that replaces the older part of a conversation"
 
-func systemPrompt(dir string, msg any, errs *[]error) any {
+func systemPrompt(dir string, msg any, pin bool, errs *[]error) any {
 	m, ok := msg.(map[string]any)
 	if !ok || m["role"] != "system" {
 		return msg
@@ -587,7 +595,7 @@ func systemPrompt(dir string, msg any, errs *[]error) any {
 	if instructions != "" {
 		instructions = "\n" + instructionsStart + instructions
 	}
-	same, pinned, err := sharedPrompt(dir, generic)
+	same, pinned, err := sharedPrompt(dir, generic, pin)
 	if err != nil {
 		*errs = append(*errs, err)
 	}

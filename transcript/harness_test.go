@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +39,9 @@ type harness struct {
 	sc   *scenario
 	root string
 	ctx  context.Context
+	// writesFiles: the client last initialized offering
+	// fs/write_text_file, and answers it (see writeTextFile).
+	writesFiles atomic.Bool
 
 	cmd        *exec.Cmd
 	exited     chan struct{}
@@ -256,6 +261,10 @@ func (h *harness) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		h.readTextFile(ctx, conn, req)
 		return
 	}
+	if req.Method == "fs/write_text_file" && h.writesFiles.Load() {
+		h.writeTextFile(ctx, conn, req)
+		return
+	}
 	if req.Method != "session/request_permission" {
 		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "the transcript client does not offer " + req.Method})
 		return
@@ -281,7 +290,45 @@ func (h *harness) readTextFile(ctx context.Context, conn *jsonrpc2.Conn, req *js
 		_ = conn.Reply(ctx, req.ID, map[string]any{"content": string(buf)})
 		return
 	}
+	if h.writesFiles.Load() && err == nil && !strings.HasPrefix(rel, "..") {
+		// A client that writes files (Zed) opens one it has no buffer
+		// of from disk.
+		if data, err := os.ReadFile(p.Path); err == nil {
+			_ = conn.Reply(ctx, req.ID, map[string]any{"content": string(data)})
+			return
+		}
+	}
 	_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: -32002, Message: "not open in the editor: " + p.Path})
+}
+
+// writeTextFile answers fs/write_text_file as Zed does: the buffer gets the
+// content and is saved, so the file on disk has it when the reply goes.
+// Only under $TMP; the harness writes nothing else.
+func (h *harness) writeTextFile(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	var p struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+	}
+	if req.Params != nil {
+		_ = json.Unmarshal(*req.Params, &p)
+	}
+	rel, err := filepath.Rel(h.root, p.Path)
+	if err != nil || strings.HasPrefix(rel, "..") || !filepath.IsAbs(p.Path) {
+		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: -32002, Message: "outside the scenario: " + p.Path})
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err == nil {
+		err = os.WriteFile(p.Path, []byte(p.Content), 0o644)
+	}
+	if err != nil {
+		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: -32603, Message: err.Error()})
+		return
+	}
+	if h.sc.editor == nil {
+		h.sc.editor = map[string][]byte{}
+	}
+	h.sc.editor[filepath.ToSlash(rel)] = []byte(p.Content)
+	_ = conn.Reply(ctx, req.ID, nil)
 }
 
 func sessionOf(req *jsonrpc2.Request) string {

@@ -35,6 +35,15 @@ func (h *harness) do(s step) error {
 		if params == nil {
 			params = json.RawMessage(`{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false}}`)
 		}
+		var caps struct {
+			ClientCapabilities struct {
+				Fs struct {
+					WriteTextFile bool `json:"writeTextFile"`
+				} `json:"fs"`
+			} `json:"clientCapabilities"`
+		}
+		_ = json.Unmarshal(params, &caps)
+		h.writesFiles.Store(caps.ClientCapabilities.Fs.WriteTextFile)
 		_, err := h.callWait("initialize", params)
 		return err
 	case "new_session":

@@ -29,6 +29,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
+	"github.com/dsh-acp/dsh-acp/tools/filetool"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 )
 
@@ -272,6 +273,10 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
 	a.cleanup.push(a.toolset.Close)
+	modelTools, err := a.modelTools(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a.agent, err = acp.New(acp.Options{
 		Sessions:   a.sessions,
 		OnShutdown: a.endCommands,
@@ -279,9 +284,9 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 		// that reports its end, unless a bash_output call read it first.
 		Noticed: a.toolset,
 		Loop: &agent.Loop{
-			Provider: provider,
-			// The bash tools, then the plan the editor shows.
-			Tools:       append(a.toolset.Tools(), tools.UpdatePlan()),
+			Provider:    provider,
+			Tools:       modelTools,
+			FileTools:   cfg.tools != "bash",
 			MaxRequests: cfg.maxRequests,
 			OS:          runtime.GOOS,
 			// The user's own AGENTS.md, read before every project's.
@@ -326,6 +331,20 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// modelTools are the tools the model is offered: the bash tools, the file
+// tools unless --tools bash, then the plan the editor shows.
+func (a *app) modelTools(cfg *config) ([]tools.Tool, error) {
+	out := a.toolset.Tools()
+	if cfg.tools != "bash" {
+		ft, err := filetool.Tools(filetool.Options{Executor: a.exec, Changes: a.tracker})
+		if err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
+		out = append(out, ft...)
+	}
+	return append(out, tools.UpdatePlan()), nil
 }
 
 // confiner is where commands run (see chooseConfiner); startExecutor

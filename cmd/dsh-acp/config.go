@@ -80,6 +80,8 @@ type config struct {
 	sandboxNetwork bool
 	// diffs is --diffs: "on" (the default) or "off".
 	diffs string
+	// tools is --tools: "all" (the default) or "bash".
+	tools string
 
 	// docker is --executor and the --docker-* flags.
 	docker dockerConfig
@@ -154,6 +156,7 @@ func newFlagSet(name string, cfg *config, getenv env) *flag.FlagSet {
 	fs.StringVar(&cfg.defaultMode, "default-mode", "ask", "the `MODE` a new session starts in: ask, sandbox (Auto in sandbox; refuses to start without a sandbox) or auto (Full access)")
 	fs.Var(&cfg.sandboxRead, "sandbox-read", "in the sandbox, let commands read only this `PATH` (repeatable; plus the session's directories and the system's; default: everything but the agent's files)")
 	fs.BoolVar(&cfg.sandboxNetwork, "sandbox-network", false, "let sandboxed commands use the network (default: denied)")
+	fs.StringVar(&cfg.tools, "tools", "all", "`all|bash`: the tools the model is offered: all (bash, its task tools, read, write, edit, glob, grep and update_plan) or bash (the file tools left out)")
 	fs.StringVar(&cfg.diffs, "diffs", "on", "`on|off`: show the editor (and exec's output) what each command changed (diffs of the files under the session's directory)")
 	fs.StringVar(&cfg.docker.executor, "executor", getenv.first("DSH_EXECUTOR"), "`local|docker`: where commands run (env DSH_EXECUTOR; default local); docker: each session in a container of its own, from --docker-image")
 	fs.StringVar(&cfg.docker.image, "docker-image", getenv.first("DSH_DOCKER_IMAGE"), "the `IMAGE` of the sessions' containers with --executor docker; it needs bash (env DSH_DOCKER_IMAGE)")
@@ -507,6 +510,9 @@ func (c *config) validateRuns() error {
 func (c *config) validateSandbox() error {
 	if err := errors.Join(onOff("sandbox", c.sandbox), onOff("diffs", c.diffs)); err != nil {
 		return err
+	}
+	if c.tools != "all" && c.tools != "bash" {
+		return fmt.Errorf("--tools must be all or bash, got %q", c.tools)
 	}
 	switch c.defaultMode {
 	case "ask", "auto":

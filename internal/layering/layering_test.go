@@ -30,6 +30,7 @@ var forbidden = map[string][]string{
 	"executor":           {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools"},
 	"tools":              {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
 	"tools/bashtool":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
+	"tools/filetool":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "permission"},
 	"tools/mcptool":      {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission"},
 	"permission":         {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor"},
 	"permission/project": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools"},
@@ -38,7 +39,7 @@ var forbidden = map[string][]string{
 	"agent/scripted":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
 	"sessions":           {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool"},
 	"sessions/store":     {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
-	"acp":                {module + "executor", module + "tools/bashtool", module + "cmd/"},
+	"acp":                {module + "executor", module + "tools/bashtool", module + "tools/filetool", module + "cmd/"},
 	// The wire orders frames for the handlers and knows nothing above it.
 	"acp/wire": {module},
 	// What a command changed is measured from the files alone.
@@ -79,6 +80,9 @@ var allowed = map[string][]string{
 // the MCP tools, which only ask it for a service, have no use for either.
 var forbiddenImports = map[string][]string{
 	"tools/mcptool": {"os/exec", "golang.org/x/sys/unix", "syscall"},
+	// The file tools do every file operation through the executor and
+	// start no process.
+	"tools/filetool": {"os", "os/exec", "golang.org/x/sys/unix", "syscall"},
 }
 
 // testOnly are packages only tests may import: no package's build (its

@@ -57,6 +57,13 @@ func withChanges(r tools.Result, s shown) tools.Result {
 	return r
 }
 
+// ShowChanges is the editor's view of what a call changed, as a command's
+// is shown: the other tools that change files (the file tools) show theirs
+// the same way.
+func ShowChanges(cs []changes.Change) ([]tools.Change, []tools.Location) {
+	return shownChanges(cs)
+}
+
 // shownChanges is the editor's view of cs: the first maxShownFiles files,
 // each a diff or a line, then one line counting the rest; a location for
 // each shown file that still exists.

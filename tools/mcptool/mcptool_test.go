@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func TestListAndCall(t *testing.T) {
 			p := echo.Prepare(tools.Caller{SessionID: "s1"}, json.RawMessage(`{"text":"hi"}`))
 			want := tools.Call{Title: tc.cfg.Name + `: echo (text: "hi")`, Kind: tools.KindRead,
 				Subject: tools.Key("mcp:" + tc.cfg.Name + "/echo")}
-			if p.Call != want {
+			if !reflect.DeepEqual(p.Call, want) {
 				t.Errorf("call = %+v, want %+v", p.Call, want)
 			}
 			r := p.Run(ctx, nil)

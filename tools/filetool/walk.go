@@ -1,0 +1,163 @@
+package filetool
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// maxWalk is the most files one search looks at; past it the search stops
+// and says so (a search of / or of a home directory).
+const maxWalk = 200_000
+
+// maxIgnoreFile bounds a .gitignore read.
+const maxIgnoreFile = 1 << 20
+
+// errWalkLimit stops a walk past maxWalk files.
+var errWalkLimit = errors.New("too many files")
+
+// walk calls fn, in one goroutine, for every file below root (a directory,
+// absolute) — regular files, and links to them — with its path relative
+// to root (slash-separated). It skips .git and what git ignores there (the
+// repository's .gitignore files and .git/info/exclude, as the change
+// tracker reads them), and never follows a link to a directory. Every
+// listing and read goes through x. A directory it cannot list is skipped.
+func walk(ctx context.Context, x executor.Files, root string, fn func(abs, rel string, d fs.DirEntry) error) (truncated bool, err error) {
+	w := &walker{ctx: ctx, x: x, fn: fn}
+	domain, ignore := w.repoPatterns(root)
+	err = w.dir(root, "", domain, ignore)
+	if errors.Is(err, errWalkLimit) {
+		return true, nil
+	}
+	return false, err
+}
+
+type walker struct {
+	ctx    context.Context
+	x      executor.Files
+	fn     func(abs, rel string, d fs.DirEntry) error
+	inRepo bool
+	count  int
+}
+
+// repoPatterns finds the repository holding root and reads the ignore
+// rules above root: .git/info/exclude and each .gitignore from the top of
+// the repository down to root's parent. It returns root's path in the
+// repository and those rules; none outside a repository.
+func (w *walker) repoPatterns(root string) ([]string, []gitignore.Pattern) {
+	top := root
+	for {
+		if _, err := w.x.Stat(filepath.Join(top, ".git")); err == nil {
+			break
+		}
+		parent := filepath.Dir(top)
+		if parent == top {
+			return nil, nil
+		}
+		top = parent
+	}
+	w.inRepo = true
+	ignore := w.patterns(filepath.Join(top, ".git", "info", "exclude"), nil)
+	rel, err := filepath.Rel(top, root)
+	if err != nil || rel == "." {
+		return nil, ignore
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i := range parts {
+		dir := filepath.Join(top, filepath.Join(parts[:i]...))
+		ignore = append(ignore, w.patterns(filepath.Join(dir, ".gitignore"), parts[:i:i])...)
+	}
+	return parts, ignore
+}
+
+// patterns reads one ignore file; a missing or unreadable one has none.
+func (w *walker) patterns(file string, domain []string) []gitignore.Pattern {
+	data, err := w.x.ReadFile(file, maxIgnoreFile)
+	if err != nil {
+		return nil
+	}
+	var ps []gitignore.Pattern
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+// dir walks abs, whose path below the root is rel ("" for the root) and in
+// the repository domain, under the rules ignore of the directories above.
+func (w *walker) dir(abs, rel string, domain []string, ignore []gitignore.Pattern) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	ents, err := w.x.ReadDir(abs)
+	if err != nil {
+		if rel == "" {
+			return err
+		}
+		return nil
+	}
+	if w.inRepo {
+		for _, e := range ents {
+			if e.Name() == ".gitignore" && !e.IsDir() {
+				ignore = append(ignore[:len(ignore):len(ignore)], w.patterns(filepath.Join(abs, ".gitignore"), domain)...)
+				break
+			}
+		}
+	}
+	var m gitignore.Matcher
+	if len(ignore) > 0 {
+		m = gitignore.NewMatcher(ignore)
+	}
+	scratch := append(domain[:len(domain):len(domain)], "")
+	for _, e := range ents {
+		name := e.Name()
+		if name == ".git" {
+			continue
+		}
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			fi, err := w.x.Stat(filepath.Join(abs, name))
+			if err != nil || !fi.Mode().IsRegular() {
+				continue // a link to a directory is not followed
+			}
+		} else if !isDir && !e.Type().IsRegular() {
+			continue
+		}
+		scratch[len(scratch)-1] = name
+		if m != nil && m.Match(scratch, isDir) {
+			continue
+		}
+		childAbs := abs + "/" + name
+		if abs == "/" {
+			childAbs = "/" + name
+		}
+		childRel := name
+		if rel != "" {
+			childRel = rel + "/" + name
+		}
+		if isDir {
+			if err := w.dir(childAbs, childRel, append(domain[:len(domain):len(domain)], name), ignore); err != nil {
+				return err
+			}
+			continue
+		}
+		w.count++
+		if w.count > maxWalk {
+			return errWalkLimit
+		}
+		if err := w.fn(childAbs, childRel, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
