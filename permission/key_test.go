@@ -45,7 +45,7 @@ func TestCheckKey(t *testing.T) {
 func TestCheckFile(t *testing.T) {
 	r := permission.Rules{Deny: []string{"edit:/p/locked/*", "git push"}, Allow: []string{"read:/usr/share/*"}}
 	remembered := map[string]bool{
-		permission.FilePattern(permission.EditScheme, "/p"):      true,
+		permission.FilePattern(permission.EditScheme, "/p"):       true,
 		permission.FilePattern(permission.ReadScheme, "/shared/"): true,
 		"rm": true,
 	}

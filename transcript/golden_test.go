@@ -336,9 +336,10 @@ func sharedPrompt(dir, prompt string, pin bool) (bool, string, error) {
 	return shared.prompt == prompt, shared.prompt, nil
 }
 
-// pins reports whether a scenario's requests may pin the shared texts in
-// -update mode: one run with --tools=bash offers other tools, and a prompt
-// that says so, on purpose.
+// pins reports whether a scenario's requests are compared with the shared
+// texts (and pin them in -update mode): one run with --tools=bash offers
+// other tools, and a prompt that says so, on purpose; its golden shows
+// them in full.
 func pins(sc *scenario) bool {
 	return !slices.Contains(sc.flags, "--tools=bash")
 }
@@ -496,7 +497,9 @@ func render(sc *scenario, root, dir string, frames []frame, records []byte) (str
 					req["tools"] = "$TOOLS"
 					notes = append(notes, "tools: $TOOLS")
 				default:
-					errs = append(errs, fmt.Errorf("model request tagged %q #%d: tools differ from %s", tag, i+1, toolsFile))
+					if pins(sc) {
+						errs = append(errs, fmt.Errorf("model request tagged %q #%d: tools differ from %s", tag, i+1, toolsFile))
+					}
 					notes = append(notes, "tools: "+encode(tools))
 				}
 			}
@@ -600,8 +603,18 @@ func systemPrompt(dir string, msg any, pin bool, errs *[]error) any {
 		*errs = append(*errs, err)
 	}
 	if !same {
-		*errs = append(*errs, fmt.Errorf("system prompt differs from %s (-pinned +sent):\n%s", promptFile, cmp.Diff(pinned, generic)))
-		return msg
+		// A scenario that does not pin (pins) differs on purpose: its
+		// golden shows the prompt in full.
+		if pin {
+			*errs = append(*errs, fmt.Errorf("system prompt differs from %s (-pinned +sent):\n%s", promptFile, cmp.Diff(pinned, generic)))
+			return msg
+		}
+		out := map[string]any{}
+		for k, v := range m {
+			out[k] = v
+		}
+		out["content"] = "$SYSTEM_PROMPT(" + args + ") = " + generic + instructions
+		return out
 	}
 	out := map[string]any{}
 	for k, v := range m {

@@ -317,7 +317,8 @@ func (h *harness) writeTextFile(ctx context.Context, conn *jsonrpc2.Conn, req *j
 		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: -32002, Message: "outside the scenario: " + p.Path})
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err == nil {
+	err = os.MkdirAll(filepath.Dir(p.Path), 0o755)
+	if err == nil {
 		err = os.WriteFile(p.Path, []byte(p.Content), 0o644)
 	}
 	if err != nil {
