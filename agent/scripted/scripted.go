@@ -69,6 +69,7 @@ import (
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // turn is one parsed line of a script.
@@ -103,7 +104,9 @@ var _ agent.Provider = (*Provider)(nil)
 // Load reads the script at path; see the package documentation for the
 // format. Errors name path:line.
 func Load(path string) (*Provider, error) {
-	f, err := os.Open(path)
+	// As untrusted opens files: a FIFO named as the script would block
+	// the agent's start until a writer came.
+	f, err := untrusted.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err // it names the path; the caller says it was the script
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/permission/project"
@@ -81,7 +82,9 @@ func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error)
 	sink := zapcore.AddSync(stderr)
 	closeFn := func() error { return nil }
 	if cfg.logFile != "" {
-		f, err := os.OpenFile(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		// As untrusted opens files: a FIFO there would block the start
+		// until a reader came, and only a regular file is a log.
+		f, err := untrusted.Open(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--log-file: %w", err)
 		}
@@ -105,7 +108,7 @@ func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Pro
 			// Not fatal: the editor still gets an agent, and every prompt
 			// says what is wrong with the script.
 			log.Error("script not usable", zap.Error(err))
-			loadErr := fmt.Errorf("%w: load script: %w", agent.ErrProvider, err)
+			loadErr := fmt.Errorf("%w: load script (--script): %w", agent.ErrProvider, err)
 			p = agent.ProviderFunc(func(context.Context, agent.Request, func(agent.Delta)) (agent.Response, error) {
 				return agent.Response{}, loadErr
 			})
@@ -130,7 +133,7 @@ func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Pro
 		p = op
 	}
 	if cfg.scriptRecord != "" {
-		f, err := os.OpenFile(cfg.scriptRecord, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := untrusted.Open(cfg.scriptRecord, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open --script-record file: %w", err)
 		}
