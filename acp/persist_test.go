@@ -100,7 +100,7 @@ func TestLoadAfterRestart(t *testing.T) {
 	rec2 := &requests{p: prov}
 	h2 := newHarness(t, harnessOptions{provider: rec2, store: newStore(t, dir), models: fixedModels{"test-model", "other-model"}})
 	_, err = h2.conn.LoadSession(h2.ctx, acpsdk.LoadSessionRequest{SessionId: sid, Cwd: cwd, McpServers: []acpsdk.McpServer{}})
-	if re := requestError(t, err, -32603); re != nil && !strings.Contains(re.Message, "another dsh-acp process") {
+	if re := requestError(t, err, -32602); re != nil && re.Message != "session "+string(sid)+" is live in another dsh-acp process (another editor window?); close it there first" {
 		t.Errorf("load of a session live elsewhere: %q", re.Message)
 	}
 	if _, err := h1.conn.CloseSession(h1.ctx, acpsdk.CloseSessionRequest{SessionId: sid}); err != nil {

@@ -128,6 +128,9 @@ func (a *Agent) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeReque
 // codeResourceNotFound is ACP's "resource not found" error code.
 const codeResourceNotFound = -32002
 
+// codeInvalidParams is JSON-RPC's (and ACP's) "invalid params" code.
+const codeInvalidParams = -32602
+
 // toRequestError maps our sentinels to protocol errors at this one edge.
 func toRequestError(err error) error {
 	var re *acpsdk.RequestError
@@ -142,7 +145,20 @@ func toRequestError(err error) error {
 		return &acpsdk.RequestError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error()}
 	case errors.Is(err, sessions.ErrBadCursor):
 		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
-	case errors.Is(err, sessions.ErrBusy), errors.Is(err, sessions.ErrUnusable):
+	case errors.Is(err, sessions.ErrBusy):
+		// ACP defines no "busy" code. Not -32603: nothing failed here,
+		// and a client may act on the answer. Not "resource not found"
+		// (-32002): the session exists, and a client that forgot it on
+		// that code would lose it. Invalid params: this session cannot
+		// be had here now; the message, one sentence, says why and what
+		// to do, and data names the session.
+		var busy sessions.BusyError
+		data := map[string]any{"reason": "session_live_elsewhere"}
+		if errors.As(err, &busy) {
+			data["sessionId"] = busy.ID
+		}
+		return &acpsdk.RequestError{Code: codeInvalidParams, Message: err.Error(), Data: data}
+	case errors.Is(err, sessions.ErrUnusable):
 		return &acpsdk.RequestError{Code: -32603, Message: err.Error()}
 	}
 	return &acpsdk.RequestError{Code: -32603, Message: err.Error()}

@@ -107,9 +107,9 @@ func (r *Registry) openToRead(id string) (*store.Session, error) {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	case errors.Is(err, store.ErrLocked):
-		return nil, fmt.Errorf("%w: session %s is live in another dsh-acp process (another editor window?); fork it there", ErrBusy, id)
+		return nil, BusyError{ID: id, Sentence: fmt.Sprintf("session %s is live in another dsh-acp process (another editor window?); fork it there", id)}
 	case errors.Is(err, store.ErrOpen):
-		return nil, fmt.Errorf("%w: session %s is being loaded; fork it once it is", ErrBusy, id)
+		return nil, BusyError{ID: id, Sentence: fmt.Sprintf("session %s is being loaded; fork it once it is", id)}
 	case errors.Is(err, store.ErrForeign), errors.Is(err, store.ErrNewerVersion):
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnusable, id, err)
 	case err != nil:

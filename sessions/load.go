@@ -19,8 +19,9 @@ import (
 
 // More sentinels of the stored sessions.
 var (
-	// ErrBusy: the session is live in another dsh-acp process.
-	ErrBusy = errors.New("session is open in another dsh-acp process")
+	// ErrBusy: the session is live in another dsh-acp process. The
+	// registry's error is a BusyError, one sentence that names the session.
+	ErrBusy = errors.New("session is live in another dsh-acp process")
 	// ErrUnusable: the session's file was written by a newer dsh-acp or is
 	// not a dsh-acp file.
 	ErrUnusable = errors.New("session file is not usable by this dsh-acp")
@@ -100,6 +101,26 @@ func (r *Registry) open(id, cwd string) (Loaded, error) {
 	return Loaded{Session: s, Replay: s.replay()}, nil
 }
 
+// BusyError: the session ID is live in another dsh-acp process. It says
+// so in one sentence (wrapping ErrBusy's words would say it twice), and is
+// ErrBusy.
+type BusyError struct {
+	ID string
+	// Sentence, when set, is the whole message, in place of the default
+	// "… is live in another dsh-acp process …; close it there first".
+	Sentence string
+}
+
+func (e BusyError) Error() string {
+	if e.Sentence != "" {
+		return e.Sentence
+	}
+	return "session " + e.ID + " is live in another dsh-acp process (another editor window?); close it there first"
+}
+
+// Is makes a BusyError ErrBusy.
+func (e BusyError) Is(target error) bool { return target == ErrBusy }
+
 // reopen opens the stored session id to go on in cwd, its errors those of
 // the registry.
 func (r *Registry) reopen(id, cwd string) (*store.Session, error) {
@@ -111,7 +132,7 @@ func (r *Registry) reopen(id, cwd string) (*store.Session, error) {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	case errors.Is(err, store.ErrLocked):
-		return nil, fmt.Errorf("%w: session %s is live in another dsh-acp process (another editor window?); close it there first", ErrBusy, id)
+		return nil, BusyError{ID: id}
 	case errors.Is(err, store.ErrForeign), errors.Is(err, store.ErrNewerVersion):
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnusable, id, err)
 	case err != nil:
@@ -392,7 +413,7 @@ func (r *Registry) Delete(id string) error {
 		}
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	case errors.Is(err, store.ErrLocked):
-		return fmt.Errorf("%w: session %s is live in another dsh-acp process; close it there first", ErrBusy, id)
+		return BusyError{ID: id}
 	}
 	return fmt.Errorf("delete session %s: %w", id, err)
 }

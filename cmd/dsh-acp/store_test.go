@@ -47,6 +47,17 @@ func TestTwoProcessesOneStore(t *testing.T) {
 	if !ok || !strings.Contains(fmt.Sprint(e["message"]), "live in another dsh-acp process") {
 		t.Fatalf("load of a session live elsewhere answered %v, want an error saying so", reply)
 	}
+	// One sentence, said once, with a code a client can act on: invalid
+	// params (this session cannot be had here now), not an internal error;
+	// data names the session. session/resume answers the same.
+	want := "session " + sid + " is live in another dsh-acp process (another editor window?); close it there first"
+	for _, method := range []string{"session/load", "session/resume"} {
+		e, _ := second.errorOf(ctx, method, map[string]any{"sessionId": sid, "cwd": cwd, "mcpServers": []any{}})
+		data, _ := e["data"].(map[string]any)
+		if e["code"] != float64(-32602) || e["message"] != want || data["sessionId"] != sid || data["reason"] != "session_live_elsewhere" {
+			t.Errorf("%s of a session live elsewhere: %v, want -32602 %q", method, e, want)
+		}
+	}
 
 	// The first window closes the thread; the second may now have it.
 	first.call(ctx, "session/close", map[string]any{"sessionId": sid})
