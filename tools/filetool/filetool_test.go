@@ -31,7 +31,7 @@ func (h *hostExec) Files(a executor.FileAccess) (executor.Files, error) {
 }
 func (*hostExec) FilesAreHosts() bool { return true }
 
-func toolsByName(t *testing.T, ex filetool.Executor, tr *changes.Tracker) map[string]tools.Tool {
+func toolsByName(t testing.TB, ex filetool.Executor, tr *changes.Tracker) map[string]tools.Tool {
 	t.Helper()
 	ts, err := filetool.Tools(filetool.Options{Executor: ex, Changes: tr})
 	if err != nil {

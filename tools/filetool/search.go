@@ -120,23 +120,50 @@ func (t *globTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 			}
 			type found struct {
 				abs   string
+				d     fs.DirEntry
 				mtime time.Time
+				ok    bool
 			}
-			var all []found
+			var (
+				all []found
+				mu  sync.Mutex
+			)
 			truncated, err := walk(ctx, f.x, start, func(abs, rel string, d fs.DirEntry) error {
-				if ok, _ := doublestar.Match(rest, rel); !ok {
-					return nil
+				if ok, _ := doublestar.Match(rest, rel); ok {
+					mu.Lock()
+					all = append(all, found{abs: abs, d: d})
+					mu.Unlock()
 				}
-				fi, err := d.Info()
-				if err == nil && d.Type()&fs.ModeSymlink != 0 {
-					fi, err = f.x.Stat(abs)
-				}
-				if err != nil {
-					return nil
-				}
-				all = append(all, found{abs, fi.ModTime()})
 				return nil
 			})
+			// The times, a stat each, are read a few at a time: most of a
+			// glob's cost.
+			var wg sync.WaitGroup
+			workers := max(2, runtime.GOMAXPROCS(0))
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < len(all); i += workers {
+						m := &all[i]
+						fi, err := m.d.Info()
+						if err == nil && m.d.Type()&fs.ModeSymlink != 0 {
+							fi, err = f.x.Stat(m.abs)
+						}
+						if err == nil {
+							m.mtime, m.ok = fi.ModTime(), true
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			kept := all[:0]
+			for _, m := range all {
+				if m.ok {
+					kept = append(kept, m)
+				}
+			}
+			all = kept
 			if errors.Is(err, fs.ErrNotExist) && start != root {
 				err = nil // the fixed part names no directory: nothing matches
 			}

@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
@@ -22,28 +24,41 @@ const maxIgnoreFile = 1 << 20
 // errWalkLimit stops a walk past maxWalk files.
 var errWalkLimit = errors.New("too many files")
 
-// walk calls fn, in one goroutine, for every file below root (a directory,
+// walk calls fn, from a few goroutines at once, for every file below root (a directory,
 // absolute) — regular files, and links to them — with its path relative
 // to root (slash-separated). It skips .git and what git ignores there (the
 // repository's .gitignore files and .git/info/exclude, as the change
 // tracker reads them), and never follows a link to a directory. Every
 // listing and read goes through x. A directory it cannot list is skipped.
 func walk(ctx context.Context, x executor.Files, root string, fn func(abs, rel string, d fs.DirEntry) error) (truncated bool, err error) {
-	w := &walker{ctx: ctx, x: x, fn: fn}
+	// The first error (the limit, a cancel, fn's) stops the others.
+	group, gctx := errgroup.WithContext(ctx)
+	group.SetLimit(walkers)
+	w := &walker{ctx: gctx, x: x, fn: fn, group: group}
 	domain, ignore := w.repoPatterns(root)
 	err = w.dir(root, "", domain, ignore)
+	if werr := w.group.Wait(); err == nil {
+		err = werr
+	}
 	if errors.Is(err, errWalkLimit) {
 		return true, nil
 	}
 	return false, err
 }
 
+// walkers is how many directories one walk reads at once: listing and
+// matching them is most of a glob's time.
+const walkers = 4
+
 type walker struct {
 	ctx    context.Context
 	x      executor.Files
 	fn     func(abs, rel string, d fs.DirEntry) error
 	inRepo bool
-	count  int
+	count  atomic.Int64
+	// group reads subdirectories on other goroutines while it has room;
+	// past that a directory is read on the goroutine that found it.
+	group *errgroup.Group
 }
 
 // repoPatterns finds the repository holding root and reads the ignore
@@ -146,13 +161,16 @@ func (w *walker) dir(abs, rel string, domain []string, ignore []gitignore.Patter
 			childRel = rel + "/" + name
 		}
 		if isDir {
-			if err := w.dir(childAbs, childRel, append(domain[:len(domain):len(domain)], name), ignore); err != nil {
+			childDomain := append(domain[:len(domain):len(domain)], name)
+			if w.group.TryGo(func() error { return w.dir(childAbs, childRel, childDomain, ignore) }) {
+				continue
+			}
+			if err := w.dir(childAbs, childRel, childDomain, ignore); err != nil {
 				return err
 			}
 			continue
 		}
-		w.count++
-		if w.count > maxWalk {
+		if w.count.Add(1) > maxWalk {
 			return errWalkLimit
 		}
 		if err := w.fn(childAbs, childRel, e); err != nil {
