@@ -292,6 +292,10 @@ func (l *Local) Close() error {
 		for p := range l.procs {
 			procs = append(procs, p)
 		}
+		tasks := make([]*task, 0, len(l.tasks))
+		for _, t := range l.tasks {
+			tasks = append(tasks, t)
+		}
 		l.mu.Unlock()
 
 		sids := make(map[int]bool, len(procs))
@@ -302,6 +306,12 @@ func (l *Local) Close() error {
 				sids[pid] = true
 			}
 			if p.marker != "" {
+				markers = append(markers, p.marker)
+			}
+		}
+		// A finished task's daemon carries its marker still.
+		for _, t := range tasks {
+			if p := t.proc(); p != nil && p.marker != "" && p.hostPid() > 0 {
 				markers = append(markers, p.marker)
 			}
 		}

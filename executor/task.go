@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 // task is a background command. Tasks are kept for the executor's lifetime:
@@ -180,14 +182,16 @@ func (l *Local) Read(id string) (Read, error) {
 }
 
 // Kill sends SIGTERM to the task's process group and SIGKILL after the
-// grace period, and returns at once. Killing a finished task is a no-op
-// that says so; a second kill does not restart the escalation.
+// grace period, and returns at once. Killing a finished task says so, and
+// ends what still carries its marker (see endMarked); a second kill does
+// not restart the escalation.
 func (l *Local) Kill(id string) (KillResult, error) {
 	t, err := l.lookup(id)
 	if err != nil {
 		return KillResult{}, err
 	}
 	if st := t.getStatus(); st.State != Running {
+		l.endMarked([]*task{t})
 		return KillResult{AlreadyFinished: true, Status: st}, nil
 	}
 	t.end()
@@ -239,12 +243,50 @@ func (l *Local) KillOwned(owner string) int {
 		s.Stop()
 	}
 	n := 0
+	var finished []*task
 	for _, t := range mine {
-		if t.getStatus().State == Running && t.end() {
+		if t.getStatus().State != Running {
+			finished = append(finished, t)
+		} else if t.end() {
 			n++
 		}
 	}
+	l.endMarked(finished)
 	return n
+}
+
+// endMarked ends, in the background, every process that still carries the
+// marker of one of these finished tasks: a daemon (`( setsid server & )`,
+// the shape of `server --daemonize`) left the task's group and session
+// and outlived its shell, so the task's end took nothing of it. A running
+// task's end walks its marker itself (see proc.signal). SIGTERM, SIGKILL
+// after the grace; Close waits for it. Markers are found in the host's
+// process table (Linux): a container's command is ended with its
+// container instead.
+func (l *Local) endMarked(ts []*task) {
+	var markers []string
+	for _, t := range ts {
+		if p := t.proc(); p != nil && p.marker != "" && p.hostPid() > 0 {
+			markers = append(markers, p.marker)
+		}
+	}
+	if len(markers) == 0 {
+		return
+	}
+	l.mu.Lock()
+	if l.closed {
+		// Close ends what every task's marker is on.
+		l.mu.Unlock()
+		return
+	}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		if err := proctab.End(proctab.Ending{Markers: markers, Grace: l.opts.KillGrace}); err != nil {
+			l.logger.Warn("end a finished task's leftovers", zap.Error(err))
+		}
+	}()
 }
 
 // removeSpills removes a gone owner's spill files and directory: nobody

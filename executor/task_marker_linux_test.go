@@ -61,3 +61,59 @@ func TestTaskSetsidChildEndsWithIt(t *testing.T) {
 		t.Errorf("the task's setsid child %d survives Close", otherDaemon)
 	}
 }
+
+// finishedDaemonScript is `server --daemonize`'s shape: a daemon in a
+// session of its own, and the task's shell done at once.
+const finishedDaemonScript = `( setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! )`
+
+// A finished background task's daemon ends with bash_kill (Kill answers
+// "already finished" and ends it all the same) and with its session's
+// close (KillOwned), found by the task's marker; another owner's runs on
+// until Close. Without it, such a daemon outlived both until the agent's
+// end.
+func TestFinishedTaskDaemonEndsWithKillAndClose(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, executor.Options{})
+	e := subscribe(t, l)
+	ctx := testutil.Context(t)
+	start := func(owner string) (string, int) {
+		t.Helper()
+		id, err := l.Start(executor.Spec{Command: finishedDaemonScript, Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := readUntil(ctx, t, l, id, "\n")
+		daemon, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("daemon pid %q", out)
+		}
+		e.wait(ctx, id)
+		if testutil.Gone(daemon) {
+			t.Fatalf("the daemon %d ended with its task's shell", daemon)
+		}
+		return id, daemon
+	}
+	killed, killedDaemon := start("a")
+	_, closedDaemon := start("b")
+	_, otherDaemon := start("c")
+
+	if res, err := l.Kill(killed); err != nil || !res.AlreadyFinished {
+		t.Fatalf("Kill of a finished task = %+v, %v; want already finished", res, err)
+	}
+	waitUntil(ctx, t, "the finished task's daemon to end by Kill", func() bool { return testutil.Gone(killedDaemon) })
+
+	if n := l.KillOwned("b"); n != 0 {
+		t.Errorf("KillOwned(b) = %d tasks signalled, want 0 (its task had finished)", n)
+	}
+	waitUntil(ctx, t, "the finished task's daemon to end by KillOwned", func() bool { return testutil.Gone(closedDaemon) })
+
+	if testutil.Gone(otherDaemon) {
+		t.Fatal("another owner's finished task's daemon ended too")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.Gone(otherDaemon) {
+		t.Errorf("a finished task's daemon %d survives Close", otherDaemon)
+	}
+}

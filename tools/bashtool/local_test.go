@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -654,5 +655,51 @@ func TestLocalLiveAndAbort(t *testing.T) {
 	joined := strings.Join(live, "")
 	if !strings.Contains(joined, "stdout:ready\n") || !strings.Contains(joined, "stderr:warn\n") {
 		t.Errorf("live output %q", live)
+	}
+}
+
+// A background task that only starts a daemon (`( setsid server & )`,
+// the shape of `server --daemonize`) is finished at once, and its daemon,
+// in a session of its own, outlived bash_kill and the session's close.
+// bash_kill's text for it stays what it was; the daemon ends all the same.
+func TestLocalKillFinishedTaskEndsItsDaemon(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("a task's marker is found in Linux's /proc only")
+	}
+	if os.Getenv(testExecutorEnv) == "docker" {
+		t.Skip("in a container the helper ends a task's session only: its daemon ends with the container, at the session's close")
+	}
+	l := newLocal(t, executor.Options{})
+	a := tools.Caller{SessionID: "A", Cwd: t.TempDir()}
+	res := l.run(t, a, "( setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! )", map[string]any{"run_in_background": true})
+	if res.IsError {
+		t.Fatalf("start: %s", res.Text)
+	}
+	id := rawOf(t, res).TaskID
+	out := l.pollOutput(t, a, id, func(all string) bool { return strings.Contains(all, "[status: completed, exit code: 0]") })
+	pid := regexp.MustCompile(`(?m)(?:^|\x00)([0-9]+)$`).FindStringSubmatch(out)[1]
+	// Asked of the session's own shell (a confined command's pid is of its
+	// namespace): from /proc where it shows the daemon (a zombie runs
+	// nothing), else by kill -0 (Landlock alone may scope a command's
+	// signals to itself, but then /proc is the host's).
+	alive := func() bool {
+		r := l.run(t, a, `if [ -r /proc/`+pid+`/stat ]; then s=$(sed -n 's/.*) \(.\).*/\1/p' /proc/`+pid+`/stat); [ -n "$s" ] && [ "$s" != Z ]; else kill -0 `+pid+`; fi 2>/dev/null && echo alive || echo gone`, nil)
+		return r.Text == "alive\n"
+	}
+	// In a sandbox's PID namespace the zygote ends what carries a
+	// command's marker when its shell ends: nothing outlives the task.
+	endsWithShell := os.Getenv(testExecutorEnv) == "sandbox" && probe().PIDNS
+	if alive() == endsWithShell {
+		t.Fatalf("the daemon %s alive after its task's shell ended: %v, want %v (output %q)", pid, !endsWithShell, endsWithShell, out)
+	}
+	if got := run(testutil.Context(t), l.kill, call(a, taskArgs(id))); got.IsError || got.Text != "task "+id+" had already finished" {
+		t.Errorf("bash_kill: %q (IsError %v)", got.Text, got.IsError)
+	}
+	deadline := time.Now().Add(pollDeadline)
+	for alive() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished task's daemon %s survives bash_kill", pid)
+		}
 	}
 }
