@@ -176,7 +176,7 @@ func (t *turn) request(specs []ToolSpec) Request {
 	req.Messages = make([]Message, 0, 1+len(t.conv))
 	req.Messages = append(req.Messages, t.system)
 	req.Messages = append(req.Messages, t.conv...)
-	req.Messages = imagesFor(t.in.ReadsImages, req.Messages)
+	req.Messages = BoundImages(imagesFor(t.in.ReadsImages, req.Messages))
 	return req
 }
 
@@ -442,6 +442,9 @@ func (t *turn) answer(info CallInfo, res tools.Result) Message {
 		t.emit(Event{Kind: EventPlan, Plan: res.Plan})
 	}
 	m := Message{Role: RoleTool, ToolCallID: info.ID, Content: res.Text, Images: toolImages(info, res)}
+	// Images past the bound are notes from the start: neither the
+	// conversation nor the session's log holds them.
+	m = BoundImages([]Message{m})[0]
 	t.record(m)
 	return m
 }

@@ -26,6 +26,9 @@ func (s *Session) Finish(out agent.Outcome) {
 	} else {
 		s.history = append(s.history, out.Messages...)
 	}
+	// An image no request will carry again is not kept either: the
+	// session holds its note (see agent.BoundImages).
+	s.history = agent.BoundImages(s.history)
 	if out.Usage.Size > 0 {
 		s.usage = out.Usage
 	}

@@ -167,6 +167,9 @@ func (s *Session) rebuild(compaction *store.Compaction) error {
 		return err
 	}
 	s.history, s.seqs = h.done()
+	// Only the images a request may still carry are kept (one for one:
+	// seqs stay aligned).
+	s.history = agent.BoundImages(s.history)
 	return nil
 }
 

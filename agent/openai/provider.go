@@ -260,11 +260,16 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, emit func(agen
 	if err != nil {
 		return agent.Response{}, err
 	}
-	params, extras, err := p.build(req)
+	slots := newImageSlots()
+	params, extras, err := p.build(req, slots)
 	if err != nil {
 		return agent.Response{}, fmt.Errorf("build model request: %w", err)
 	}
-	body, err := encodeRequest(params, extras, req.Thinking)
+	encoded, err := encodeRequest(params, extras, req.Thinking)
+	if err != nil {
+		return agent.Response{}, fmt.Errorf("encode model request: %w", err)
+	}
+	body, err := newBody(encoded, slots)
 	if err != nil {
 		return agent.Response{}, fmt.Errorf("encode model request: %w", err)
 	}
@@ -317,7 +322,7 @@ func (p *Provider) failure(ctx context.Context, err error, retries int, model st
 // attempt runs one HTTP request. delivered reports whether any delta was
 // emitted (or any tool call started), after which a retry would duplicate
 // output the user already saw.
-func (p *Provider) attempt(ctx context.Context, key string, params goopenai.ChatCompletionRequest, body []byte, emit func(agent.Delta)) (agent.Response, bool, error) {
+func (p *Provider) attempt(ctx context.Context, key string, params goopenai.ChatCompletionRequest, body *requestBody, emit func(agent.Delta)) (agent.Response, bool, error) {
 	d := &watchedDoer{client: p.http, idle: p.idleTimeout, body: body}
 	stream, err := p.client(d, key).CreateChatCompletionStream(ctx, params)
 	if err != nil {

@@ -25,7 +25,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testutil.Main(m, nil)
+	testutil.Main(m, func(mode string) int {
+		if mode == "imagemem" {
+			return imageMemChild()
+		}
+		return 2
+	})
 }
 
 const testKey = "sk-test-SECRET-0123456789abcdef"

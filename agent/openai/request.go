@@ -24,7 +24,7 @@ type reasoningField struct {
 
 // build is req in go-openai's types; reasoning sent back is left out and
 // listed for encodeRequest.
-func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []reasoningField, error) {
+func (p *Provider) build(req agent.Request, slots *imageSlots) (goopenai.ChatCompletionRequest, []reasoningField, error) {
 	model := p.model
 	if req.Model != "" {
 		model = req.Model
@@ -35,7 +35,7 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 		// Usage arrives as one last chunk with no choices.
 		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
 	}
-	msgs, extras, err := messages(req.Messages, agent.IsDeepSeek(model))
+	msgs, extras, err := messages(req.Messages, agent.IsDeepSeek(model), slots)
 	if err != nil {
 		return out, nil, err
 	}
@@ -47,8 +47,9 @@ func (p *Provider) build(req agent.Request) (goopenai.ChatCompletionRequest, []r
 }
 
 // messages are the conversation in go-openai's types, and the reasoning
-// fields go-openai cannot encode, for encodeRequest.
-func messages(in []agent.Message, deepseek bool) ([]goopenai.ChatCompletionMessage, []reasoningField, error) {
+// fields go-openai cannot encode, for encodeRequest. Images go into slots
+// (see newBody); nil slots puts them in whole.
+func messages(in []agent.Message, deepseek bool, slots *imageSlots) ([]goopenai.ChatCompletionMessage, []reasoningField, error) {
 	var out []goopenai.ChatCompletionMessage
 	var extras []reasoningField
 	// pending are images of tool results, sent after the last of them:
@@ -57,14 +58,14 @@ func messages(in []agent.Message, deepseek bool) ([]goopenai.ChatCompletionMessa
 	keep := keepReasoning(in)
 	for i, m := range in {
 		if len(pending) > 0 && m.Role != agent.RoleTool {
-			out = append(out, toolImagesMessage(pending))
+			out = append(out, toolImagesMessage(pending, slots))
 			pending = nil
 		}
 		msg := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
 		switch m.Role {
 		case agent.RoleUser:
 			if len(m.Images) > 0 {
-				msg.Content, msg.MultiContent = "", imageParts(m)
+				msg.Content, msg.MultiContent = "", imageParts(m, slots)
 			}
 		case agent.RoleSystem:
 		case agent.RoleTool:
@@ -88,7 +89,7 @@ func messages(in []agent.Message, deepseek bool) ([]goopenai.ChatCompletionMessa
 		out = append(out, msg)
 	}
 	if len(pending) > 0 {
-		out = append(out, toolImagesMessage(pending))
+		out = append(out, toolImagesMessage(pending, slots))
 	}
 	return out, extras, nil
 }
@@ -129,7 +130,7 @@ func toolDefs(specs []agent.ToolSpec) ([]goopenai.Tool, error) {
 
 // imageParts is a user message with images as content parts: its text,
 // then each image as an image_url with a data: URL.
-func imageParts(m agent.Message) []goopenai.ChatMessagePart {
+func imageParts(m agent.Message, slots *imageSlots) []goopenai.ChatMessagePart {
 	parts := make([]goopenai.ChatMessagePart, 0, len(m.Images)+1)
 	if m.Content != "" {
 		parts = append(parts, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeText, Text: m.Content})
@@ -137,16 +138,16 @@ func imageParts(m agent.Message) []goopenai.ChatMessagePart {
 	for _, img := range m.Images {
 		parts = append(parts, goopenai.ChatMessagePart{
 			Type:     goopenai.ChatMessagePartTypeImageURL,
-			ImageURL: &goopenai.ChatMessageImageURL{URL: "data:" + img.MimeType + ";base64," + img.Data},
+			ImageURL: &goopenai.ChatMessageImageURL{URL: slots.url(img)},
 		})
 	}
 	return parts
 }
 
 // toolImagesMessage carries images tool calls returned.
-func toolImagesMessage(images []agent.Image) goopenai.ChatCompletionMessage {
+func toolImagesMessage(images []agent.Image, slots *imageSlots) goopenai.ChatCompletionMessage {
 	return goopenai.ChatCompletionMessage{Role: string(agent.RoleUser),
-		MultiContent: imageParts(agent.Message{Content: "Images returned by the tool calls above:", Images: images})}
+		MultiContent: imageParts(agent.Message{Content: "Images returned by the tool calls above:", Images: images}, slots)}
 }
 
 // imageNames names the images req carries, for an error about them.

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,8 +38,8 @@ type watchedDoer struct {
 	idle   time.Duration
 	// body, when set, is sent instead of the body go-openai encoded: its
 	// types cannot say "reasoning_content": "" or "thinking" (see
-	// encodeRequest).
-	body []byte
+	// encodeRequest), and its encoding would copy every image (newBody).
+	body *requestBody
 
 	// Written by Do before it returns; read after it returned.
 	status int
@@ -50,9 +49,9 @@ type watchedDoer struct {
 func (d *watchedDoer) Do(req *http.Request) (*http.Response, error) {
 	if d.body != nil {
 		body := d.body
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(body.reader())
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
+		req.ContentLength = body.size
 	}
 	if d.idle <= 0 {
 		resp, err := d.client.Do(req)
