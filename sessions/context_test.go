@@ -1,6 +1,7 @@
 package sessions_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,5 +32,29 @@ func TestFinish(t *testing.T) {
 	}
 	if diff := cmp.Diff(agent.ContextUsage{Used: 10, Size: 100}, s.Usage()); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+}
+
+// A session keeps only the images a request may still carry: one prompt
+// image after another, the oldest become notes in the history itself, so
+// its memory is bounded as the requests are.
+func TestFinishBoundsImages(t *testing.T) {
+	r := sessions.New(sessions.Options{})
+	s, err := r.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := agent.MaxRequestImages + 3
+	for i := range n {
+		img := agent.Image{MimeType: "image/png", Data: "QUJD", Name: fmt.Sprintf("shot-%d", i)}
+		s.Finish(agent.Outcome{Messages: []agent.Message{{Role: agent.RoleUser, Content: "look", Images: []agent.Image{img}}}})
+	}
+	h := s.History()
+	images := 0
+	for _, m := range h {
+		images += len(m.Images)
+	}
+	if images != agent.MaxRequestImages || len(h[0].Images) != 0 || h[0].Content != "look\n"+agent.OmittedImageNote("shot-0") {
+		t.Errorf("history holds %d images; first message %+v", images, h[0])
 	}
 }
