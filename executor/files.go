@@ -6,6 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
 // ErrTooLarge: a file is larger than the read asked for at most.
@@ -93,19 +98,23 @@ func (l *Local) FilesAreHosts() bool {
 // HostFiles are file operations done directly, by the agent.
 type HostFiles struct{}
 
-// ReadFile is Files'.
+// ReadFile is Files'. A FIFO or a device is refused, not waited on
+// (opened without blocking, regular files only).
 func (HostFiles) ReadFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := untrusted.Open(path, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return nil, notRegular(path, err)
 	}
 	defer f.Close()
+	return readOpen(f, max)
+}
+
+// readOpen reads the regular file f holds: at most max bytes, else its
+// first max bytes and ErrTooLarge.
+func readOpen(f *os.File, max int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if fi.IsDir() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: errIsDir}
 	}
 	// Sized from the stat (a file that grows meanwhile is read up to
 	// max+1 all the same): one allocation for most files.
@@ -170,12 +179,14 @@ func (HostFiles) ReadDir(path string) ([]fs.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
-// CheckedFiles are HostFiles whose every path is first resolved (its links,
-// as far as it exists: ResolvePath) and checked by Allow, then used
-// resolved: a Confiner's policy over the files it confines. A path resolved
-// and checked can still be swapped for a link by a command racing the
-// operation; the Confiner's own confinement of commands is what holds
-// those.
+// CheckedFiles are file operations whose every path is first resolved (its
+// links, as far as it exists: ResolvePath) and checked by Allow, then done
+// on the resolved path walked from "/" one name at a time, each opened
+// relative to the directory already open and never through a link
+// (untrusted.OpenIn with NoLinks, mkdirat/openat with O_NOFOLLOW): a
+// command renaming a link over the path between the check and the
+// operation makes the operation fail, never reach what the link names.
+// That is what makes it a Confiner's policy over the files it confines.
 type CheckedFiles struct {
 	// Allow returns nil when real (resolved) may be read, or written with
 	// write set; its error is the operation's.
@@ -200,16 +211,43 @@ func (c CheckedFiles) ReadFile(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return HostFiles{}.ReadFile(real, max)
+	f, err := untrusted.OpenIn("/", rootRel(real), untrusted.NoLinks)
+	if err != nil {
+		return nil, notRegular(path, err)
+	}
+	defer f.Close()
+	return readOpen(f, max)
 }
 
-// WriteFile is Files'.
+// WriteFile is Files'. The path was resolved before the check, so the file
+// is the one at the resolved path: written in place, never through a link.
 func (c CheckedFiles) WriteFile(path string, data []byte) error {
 	real, err := c.check(path, true)
 	if err != nil {
 		return err
 	}
-	return HostFiles{}.WriteFile(real, data)
+	dir, err := mkdirIn(filepath.Dir(real))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(real), unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		if errors.Is(err, unix.EISDIR) {
+			err = errIsDir
+		}
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), real)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return &fs.PathError{Op: "write", Path: path, Err: untrusted.ErrNotRegular}
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Stat is Files'.
@@ -218,7 +256,34 @@ func (c CheckedFiles) Stat(path string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.Stat(real)
+	if real == "/" {
+		return os.Stat(real)
+	}
+	dir, err := untrusted.OpenDirIn("/", rootRel(filepath.Dir(real)), untrusted.NoLinks)
+	if err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: errors.Unwrap(err)}
+	}
+	defer dir.Close()
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), filepath.Base(real), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: untrusted.ErrLink}
+	}
+	// The entry is no link, so a stat by name from the directory held is
+	// of the same thing as the fstatat above.
+	f, err := untrusted.OpenDirIn("/", rootRel(real), untrusted.NoLinks)
+	if err == nil {
+		defer f.Close()
+		return f.Stat()
+	}
+	g, err := untrusted.OpenIn("/", rootRel(real), untrusted.NoLinks)
+	if err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: errors.Unwrap(err)}
+	}
+	defer g.Close()
+	return g.Stat()
 }
 
 // ReadDir is Files'.
@@ -227,7 +292,59 @@ func (c CheckedFiles) ReadDir(path string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return HostFiles{}.ReadDir(real)
+	f, err := untrusted.OpenDirIn("/", rootRel(real), untrusted.NoLinks)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// rootRel is an absolute path relative to "/".
+func rootRel(path string) string {
+	return strings.TrimPrefix(filepath.Clean(path), "/")
+}
+
+// notRegular turns OpenIn's refusal of a directory into the error a read of
+// a directory gets.
+func notRegular(path string, err error) error {
+	if errors.Is(err, untrusted.ErrNotRegular) {
+		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
+			return &fs.PathError{Op: "read", Path: path, Err: errIsDir}
+		}
+	}
+	return err
+}
+
+// mkdirIn opens the directory dir (absolute, resolved), making what is
+// missing of it one name at a time, each made and opened relative to the
+// one already open and never through a link.
+func mkdirIn(dir string) (*os.File, error) {
+	f, err := untrusted.OpenDirIn("/", "", untrusted.NoLinks)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range strings.Split(rootRel(dir), "/") {
+		if name == "" {
+			continue
+		}
+		fd, err := unix.Openat(int(f.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			if err = unix.Mkdirat(int(f.Fd()), name, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+				fd, err = unix.Openat(int(f.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		if err != nil {
+			f.Close()
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				err = untrusted.ErrLink
+			}
+			return nil, &fs.PathError{Op: "mkdir", Path: filepath.Join(f.Name(), name), Err: err}
+		}
+		f.Close()
+		f = os.NewFile(uintptr(fd), filepath.Join(f.Name(), name))
+	}
+	return f, nil
 }
 
 // ResolvePath is path (absolute) with its links resolved as far as it
