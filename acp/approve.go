@@ -36,7 +36,14 @@ type ProjectRules interface {
 const (
 	rejectedText  = "Error: permission denied: the user rejected this command; it was not run"
 	withdrawnText = "Error: permission request was cancelled; the command was not run"
+	// unattendedText: the client had no one to ask (dsh-acp exec with no
+	// terminal) and said so in the answer's _meta; nobody rejected it.
+	unattendedText = "Error: permission denied: it was not run: no one could be asked to approve it (dsh-acp exec without a terminal); do not retry it: tell the user what you wanted to run and why"
 )
+
+// unattendedMeta is the _meta key of a permission answer given without
+// asking anyone: the client refused because no person could be asked.
+const unattendedMeta = "unattended"
 
 // approver asks before a call runs, from the call's approval subject alone:
 // --deny rules veto, mode sandbox passes commands confined, --allow rules
@@ -271,6 +278,8 @@ func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call 
 		return agent.Approval{Message: withdrawnText}, nil
 	case resp.Outcome.Selected == nil:
 		return agent.Approval{Message: rejectedText}, nil
+	case resp.Meta[unattendedMeta] == true && string(resp.Outcome.Selected.OptionId) == optRejectOnce:
+		return agent.Approval{Message: unattendedText}, nil
 	}
 	switch string(resp.Outcome.Selected.OptionId) {
 	case optAllowOnce:

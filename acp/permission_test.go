@@ -357,3 +357,27 @@ func TestTaskToolsNeverAsk(t *testing.T) {
 		t.Errorf("bash_kill told %q", got)
 	}
 }
+
+// TestUnattendedRefusal: a client that refuses because no one could be
+// asked says so in the answer's _meta ("unattended"), and the model is
+// told that — not that the user rejected the command.
+func TestUnattendedRefusal(t *testing.T) {
+	t.Parallel()
+	const unattended = "Error: permission denied: it was not run: no one could be asked to approve it (dsh-acp exec without a terminal); do not retry it: tell the user what you wanted to run and why"
+	var saw modelSaw
+	h := newHarness(t, harnessOptions{
+		provider: script{"p": saw.turn(bash("c1", "rm -f victim"), "c1")},
+		onPermission: func(context.Context, acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+			r := selected("reject_once")
+			r.Meta = map[string]any{"unattended": true}
+			return r, nil
+		},
+	})
+	sid, _ := h.newSession(sessions.ModeAsk)
+	if _, err := h.prompt(sid, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if got := saw.get("c1"); got != unattended {
+		t.Errorf("model was told %q, want %q", got, unattended)
+	}
+}

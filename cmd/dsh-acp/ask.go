@@ -1,21 +1,23 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"golang.org/x/term"
 
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // terminalAsker asks the person at the terminal before a command runs:
-// the command, then one letter and Enter.
+// the command, then one key (Enter for yes), read with the terminal in raw
+// mode for the time of the question only.
 type terminalAsker struct {
 	in    *os.File
 	out   io.Writer
@@ -24,10 +26,16 @@ type terminalAsker struct {
 	// abandoned even if the agent never withdraws it.
 	interrupt <-chan struct{}
 
-	// once starts the one reader of in; lines carries what it reads and
-	// is closed at end of input.
-	once  sync.Once
-	lines chan string
+	// asking makes one question wait for the one before.
+	asking sync.Mutex
+	// once starts the one reader of in; keys carries what it reads (one
+	// read, several bytes when typed fast) and is closed at end of input.
+	once sync.Once
+	keys chan []byte
+
+	// mu guards restore: how to put the terminal back, while it is raw.
+	mu      sync.Mutex
+	restore func()
 }
 
 // choice is one answer the person can type.
@@ -60,18 +68,29 @@ func choices(options []acpsdk.PermissionOption) []choice {
 	return cs
 }
 
-// ask prints the question and waits for an answer; "" (cancelled) when
-// input ends or ctx is done — the command is not run.
+// ask prints the question and waits for one key; "" (cancelled) when
+// input ends, Ctrl-D is pressed or ctx is done — the command is not run.
+// Enter is the first choice (yes). Ctrl-C, which raw mode delivers as a
+// key, is sent to the process as the signal it would have been.
 func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionRequest) acpsdk.PermissionOptionId {
+	t.asking.Lock()
+	defer t.asking.Unlock()
 	t.once.Do(t.startReader)
 	cs := choices(r.Options)
+	if len(cs) == 0 {
+		return ""
+	}
 	title := ""
 	if r.ToolCall.Title != nil {
 		title = *r.ToolCall.Title
 	}
 	var menu []string
-	for _, c := range cs {
-		menu = append(menu, "["+c.letter+"] "+c.label)
+	for i, c := range cs {
+		label := "[" + c.letter + "] " + c.label
+		if i == 0 {
+			label += " (Enter)"
+		}
+		menu = append(menu, label)
 	}
 	for _, o := range r.Options {
 		if o.Kind == acpsdk.PermissionOptionKindAllowAlways {
@@ -104,41 +123,112 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 		}
 		question = fmt.Sprintf("Run %s?\n%s\n%s ", what, strings.Join(lines, "\n"), strings.Join(menu, "  "))
 	}
+	// Keys pressed before the question was shown do not answer it.
+	t.drain()
 	for {
 		fmt.Fprint(t.out, question)
+		t.raw()
+		var keys []byte
+		ok := true
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(t.out)
-			return ""
+			ok = false
 		case <-t.interrupt:
+			ok = false
+		case keys, ok = <-t.keys:
+		}
+		t.cooked()
+		if !ok || len(keys) == 0 {
 			fmt.Fprintln(t.out)
 			return ""
-		case line, ok := <-t.lines:
+		}
+		key := strings.ToLower(string(keys[:1]))
+		switch keys[0] {
+		case 3: // Ctrl-C
+			fmt.Fprintln(t.out, "^C")
+			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+			// The interrupt (or ctx) ends the question.
+			select {
+			case <-ctx.Done():
+			case <-t.interrupt:
+			}
+			return ""
+		case 4: // Ctrl-D: no answer, as at end of input
+			fmt.Fprintln(t.out)
+			return ""
+		case '\r', '\n':
+			if len(cs) > 0 {
+				key = cs[0].letter
+			}
+		}
+		for _, c := range cs {
+			if key == c.letter {
+				fmt.Fprintln(t.out, c.letter)
+				return c.id
+			}
+		}
+		fmt.Fprintln(t.out)
+		fmt.Fprintln(t.out, "Please press one of the letters in brackets (Enter: "+cs[0].label+").")
+	}
+}
+
+// drain drops what the reader read before the question.
+func (t *terminalAsker) drain() {
+	for {
+		select {
+		case _, ok := <-t.keys:
 			if !ok {
-				fmt.Fprintln(t.out)
-				return ""
+				return
 			}
-			answer := strings.ToLower(strings.TrimSpace(line))
-			for _, c := range cs {
-				if answer == c.letter || answer == c.label {
-					return c.id
-				}
-			}
-			fmt.Fprintln(t.out, "Please type one of the letters in brackets, then Enter.")
+		default:
+			return
 		}
 	}
 }
 
-// startReader reads the terminal line by line for the rest of the run. It
-// is not stopped: a read on a terminal cannot be interrupted, and the
-// process ends soon after the run.
+// raw puts the terminal in raw mode, so that one key answers; a terminal
+// that cannot be is read line by line as before.
+func (t *terminalAsker) raw() {
+	flushInput(t.in)
+	state, err := term.MakeRaw(int(t.in.Fd()))
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	t.restore = func() { _ = term.Restore(int(t.in.Fd()), state) }
+	t.mu.Unlock()
+}
+
+// cooked restores the terminal's mode, if raw() changed it. Called after
+// every question, and when the run ends however it ends.
+func (t *terminalAsker) cooked() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.restore != nil {
+		t.restore()
+		t.restore = nil
+	}
+}
+
+// startReader reads the terminal for the rest of the run. It is not
+// stopped: a read on a terminal cannot be interrupted, and the process
+// ends soon after the run.
 func (t *terminalAsker) startReader() {
-	t.lines = make(chan string)
+	t.keys = make(chan []byte)
 	go func() {
-		defer close(t.lines)
-		sc := bufio.NewScanner(t.in)
-		for sc.Scan() {
-			t.lines <- sc.Text()
+		defer close(t.keys)
+		buf := make([]byte, 64)
+		for {
+			n, err := t.in.Read(buf)
+			if n > 0 {
+				t.keys <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				return
+			}
 		}
 	}()
 }

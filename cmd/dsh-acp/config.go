@@ -190,11 +190,12 @@ before or after the prompt; everything after "--" is prompt text.
 --continue goes on with the newest stored session of this directory,
 --resume ID with any (dsh-acp sessions lists them).
 
-A command that needs approval is asked on the terminal: [y] yes, [a]
-always in this session, [p] always in this project, [n] no. Without a
-terminal it is refused unless --yes (every command, unconfined), --allow
-PATTERN (matching commands) or --default-mode sandbox (every command,
-confined) says otherwise.
+A command that needs approval is asked on the terminal, one key: [y] yes
+(or Enter), [a] always in this session, [p] always in this project, [n]
+no. Without a terminal it is refused unless --yes (every command,
+unconfined), --allow PATTERN (matching commands) or --default-mode
+sandbox (every command, confined) says otherwise; an MCP tool with
+--allow mcp:SERVER/TOOL or --allow-mcp-readonly.
 
 Exit codes: 0 the turn ended normally, 1 it failed (a model or agent
 error), 2 usage error, 3 it stopped early (max_turn_requests, the model's

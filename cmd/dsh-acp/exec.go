@@ -82,6 +82,8 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if p.asker != nil {
 		p.asker.interrupt = cancelSent
 	}
+	// The terminal leaves raw mode however the run ends.
+	defer p.asker.cooked()
 	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
@@ -453,11 +455,12 @@ type printer struct {
 	wrote       bool
 	// inThought: the last thing printed was a thought chunk.
 	inThought bool
-	// refused counts permission questions answered "reject". They are not
-	// printed when asked: a request is handled on its own goroutine and
-	// would overtake the notifications before it; the refused call's result
-	// says "permission denied" in order.
-	refused int
+	// hinted: the kinds of call (commands, each MCP tool) whose refusal
+	// has said how to allow them. A refusal itself is not printed when
+	// asked: a request is handled on its own goroutine and would overtake
+	// the notifications before it; the refused call's result says
+	// "permission denied" in order.
+	hinted map[string]bool
 	// commands counts the commands the model asked to run, denied those
 	// that were not run because a rule or the user refused them.
 	commands, denied int
@@ -502,9 +505,6 @@ func (p *printer) finish() {
 		return
 	}
 	p.newline()
-	if p.refused > 0 {
-		p.write(p.style(ansiDim, fmt.Sprintf("(%d command(s) refused: %s)", p.refused, howToAllow)) + "\n")
-	}
 }
 
 // notice writes a line for the person to w (stderr, a terminal), on a line
@@ -763,8 +763,37 @@ func commandLines(content []acpsdk.ToolCallContent) []string {
 	return nil
 }
 
-// howToAllow is what a run without a terminal says about its refusals.
-const howToAllow = "no terminal to ask on; to let commands run pass --yes (every command, unconfined), --allow PATTERN (commands matching it) or --default-mode sandbox (every command, confined)"
+// howToAllow is what a run without a terminal says of a refused call,
+// the flags that would let it run: for a command, the sandbox, a pattern
+// or --yes; for an MCP tool (which the sandbox never covers), its key or
+// the read-only annotation. key is the call's --allow key ("" unknown).
+func howToAllow(r acpsdk.RequestPermissionRequest, key string) string {
+	if r.ToolCall.Kind != nil && *r.ToolCall.Kind == acpsdk.ToolKindExecute {
+		return "no terminal to ask on; to let commands run pass --default-mode sandbox (every command, confined), --allow PATTERN (commands starting with it) or --yes (every command, unconfined)"
+	}
+	allow := "--allow mcp:SERVER/TOOL"
+	if strings.HasPrefix(key, "mcp:") {
+		allow = "--allow " + key
+	}
+	return "no terminal to ask on; to let this tool run pass " + allow + " (this tool), --allow-mcp-readonly (the tools its server marks read-only) or --yes (every call)"
+}
+
+// allowKey is the --allow key a question names in its "always" option
+// ("Always allow `mcp:github/search` in this session"): the first key in
+// backquotes; "" when there is none.
+func allowKey(r acpsdk.RequestPermissionRequest) string {
+	for _, o := range r.Options {
+		if o.Kind != acpsdk.PermissionOptionKindAllowAlways {
+			continue
+		}
+		if _, rest, ok := strings.Cut(o.Name, "`"); ok {
+			if key, _, ok := strings.Cut(rest, "`"); ok {
+				return key
+			}
+		}
+	}
+	return ""
+}
 
 func (p *printer) RequestPermission(ctx context.Context, r acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
 	p.question(r)
@@ -783,23 +812,44 @@ func (p *printer) RequestPermission(ctx context.Context, r acpsdk.RequestPermiss
 	if p.yes {
 		want, by = acpsdk.PermissionOptionKindAllowOnce, "yes"
 	} else {
-		if p.refused == 0 && p.hint != nil {
-			title := ""
-			if r.ToolCall.Title != nil {
-				title = *r.ToolCall.Title
-			}
-			fmt.Fprintf(p.hint, "dsh-acp exec: refused %q: %s\n", title, howToAllow)
-		}
-		p.refused++
+		p.refusedHint(r)
 	}
 	for _, o := range r.Options {
 		if o.Kind == want {
 			p.answer(r, o.OptionId, by)
-			return selected(o.OptionId), nil
+			resp := selected(o.OptionId)
+			if !p.yes {
+				// Nobody refused it: the agent tells the model so.
+				resp.Meta = map[string]any{"unattended": true}
+			}
+			return resp, nil
 		}
 	}
 	p.answer(r, "", by)
 	return selected(""), nil
+}
+
+// refusedHint says on stderr how to let a refused call run: once for the
+// commands, once for each MCP tool (its own --allow key). The call's
+// result, on stdout, says it was refused. p.mu is held.
+func (p *printer) refusedHint(r acpsdk.RequestPermissionRequest) {
+	key := allowKey(r)
+	kind := "command"
+	if r.ToolCall.Kind == nil || *r.ToolCall.Kind != acpsdk.ToolKindExecute {
+		kind = "tool " + key
+	}
+	if p.hinted[kind] || p.hint == nil {
+		return
+	}
+	if p.hinted == nil {
+		p.hinted = map[string]bool{}
+	}
+	p.hinted[kind] = true
+	title := ""
+	if r.ToolCall.Title != nil {
+		title = *r.ToolCall.Title
+	}
+	fmt.Fprintf(p.hint, "dsh-acp exec: refused %q: %s\n", title, howToAllow(r, key))
 }
 
 // question is exec --json's event of a permission question.

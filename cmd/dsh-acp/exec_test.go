@@ -82,11 +82,13 @@ func TestExecRefusesWithoutYes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
 		t.Error("the refused command ran")
 	}
-	if !strings.Contains(out.String(), "refused") {
-		t.Errorf("no refusal shown:\n%s", out.String())
+	// Shown once, in place: the result the model got, which says that
+	// no one was asked (not that the user rejected it).
+	if strings.Count(out.String(), "permission denied") != 1 || !strings.Contains(out.String(), "no one could be asked") || strings.Contains(out.String(), "rejected") {
+		t.Errorf("the refusal as the model was told it:\n%s", out.String())
 	}
-	if !strings.Contains(out.String(), "permission denied") {
-		t.Errorf("the model's result is not shown:\n%s", out.String())
+	if strings.Count(errb.String(), "refused") != 2 {
+		t.Errorf("stderr: the hint and the exit's reason, once each:\n%s", errb.String())
 	}
 }
 

@@ -84,6 +84,14 @@ func (term *terminal) shown() string {
 	return term.seen.String()
 }
 
+// typeKey presses keys, with no Enter after them.
+func (term *terminal) typeKey(s string) {
+	term.t.Helper()
+	if _, err := term.ptm.Write([]byte(s)); err != nil {
+		term.t.Fatal(err)
+	}
+}
+
 func (term *terminal) typeLine(s string) {
 	term.t.Helper()
 	if _, err := term.ptm.Write([]byte(s + "\n")); err != nil {
@@ -149,14 +157,14 @@ func TestExecAsksOnTerminal(t *testing.T) {
 	term := newTerminal(t)
 	_, done := startOnTerminal(t, term, env, nil, "exec", "--script", script, "--cwd", repo, "say hi")
 	shown := term.waitFor(ctx, "[n] no ")
-	for _, want := range []string{"Always allow `echo` commands in this project", "Run echo hi-from-the-command?", "[y] yes  [a] always in this session  [p] always in this project  [n] no "} {
+	for _, want := range []string{"Always allow `echo` commands in this project", "Run echo hi-from-the-command?", "[y] yes (Enter)  [a] always in this session  [p] always in this project  [n] no "} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("the question lacks %q:\n%s", want, shown)
 		}
 	}
-	term.typeLine("maybe")
-	term.waitFor(ctx, "Please type one of the letters")
-	term.typeLine("p")
+	term.typeKey("m")
+	term.waitFor(ctx, "Please press one of the letters")
+	term.typeKey("p")
 	if code := waitExit(ctx, t, done); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, term.shown())
 	}
@@ -180,7 +188,7 @@ func TestExecAsksOnTerminal(t *testing.T) {
 	if !strings.Contains(shown, "\x1b[1m") {
 		t.Errorf("no colour on a terminal without NO_COLOR: %q", shown)
 	}
-	term3.typeLine("n")
+	term3.typeKey("n")
 	if code := waitExit(ctx, t, done); code != 4 || strings.Contains(term3.shown(), "hi-from-the-command\r\n") {
 		t.Errorf("after [n]: exit %d\n%q", code, term3.shown())
 	}

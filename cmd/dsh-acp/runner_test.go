@@ -349,3 +349,30 @@ func TestSessionsShowPlan(t *testing.T) {
 		t.Errorf("sessions show (exit %d) lacks %q or shows raw JSON:\n%s%s", code, want, out, errb)
 	}
 }
+
+// TestExecMCPRefusalHint: a refused MCP call's hint names the flags that
+// cover MCP tools (its own --allow key, --allow-mcp-readonly), not the
+// sandbox, which never does.
+func TestExecMCPRefusalHint(t *testing.T) {
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "mcp.json")
+	body, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"big": map[string]any{"command": self, "args": []string{}, "env": map[string]string{mcpServerEnv: "serve"}},
+	}})
+	if err := os.WriteFile(cfgFile, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := writeScript(t, `{"tool_calls":[{"name":"mcp__big__big","arguments":{}}]}`, `{"text":"called"}`)
+	code, out, errb := execRun(t, tmpEnv(t.TempDir()), nil, "exec", "--script", script, "--cwd", t.TempDir(),
+		"--state-dir", t.TempDir(), "--mcp-config", cfgFile, "call it")
+	if code != 0 || !strings.Contains(errb, "--allow mcp:big/big") || !strings.Contains(errb, "--allow-mcp-readonly") || strings.Contains(errb, "--default-mode sandbox") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+	if strings.Contains(out, "\n10000\n") || !strings.Contains(out, "no one could be asked") {
+		t.Errorf("the refused call ran, or its result is not shown:\n%s", out)
+	}
+}
