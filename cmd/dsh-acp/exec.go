@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"golang.org/x/term"
@@ -84,12 +85,22 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	// The terminal leaves raw mode however the run ends.
 	defer p.asker.cooked()
+	if ownSignals {
+		stop := interrupted{
+			stderr: stderr,
+			grace:  cfg.limits().KillGrace,
+			before: func() { p.unwait(); p.asker.cooked() },
+			left:   p.left,
+			exit:   os.Exit,
+		}.watch()
+		defer stop()
+	}
 	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
 	started := func(id acpsdk.SessionId, resumed bool, cwd string) {
-		p.setCwd(cwd)
+		p.setSession(id, cwd, cfg.noPersist)
 		if ev != nil {
 			ev.emit("session", map[string]any{"session_id": id, "cwd": cwd, "resumed": resumed})
 		}
@@ -171,9 +182,10 @@ func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv e
 			p.asker = &terminalAsker{in: in, out: out, color: !noColor && isTerminal(out)}
 		}
 	}
+	p.tty = isTerminal(stdout)
 	if isTerminal(stderr) {
 		dim := !noColor
-		p.quiet = newSilence(modelSilence, func() { p.notice(stderr, "waiting for the model…", dim) })
+		p.quiet = newSilence(modelSilence, func(d time.Duration) { p.waiting(stderr, d, dim) }, p.unwait)
 	}
 	return p
 }
@@ -437,6 +449,8 @@ type printer struct {
 	color    bool
 	// quiet says when the model is silent; nil when stderr is not a terminal.
 	quiet *silence
+	// tty: stdout is a terminal (perhaps the one stderr is).
+	tty bool
 	// asker asks the person on the terminal; nil: answer from --yes.
 	asker *terminalAsker
 	// hint is where the first automatic refusal says how to allow.
@@ -447,12 +461,18 @@ type printer struct {
 	events *events
 	// cwd is the session's directory, the base of the paths shown.
 	cwd string
+	// session is the session's id once started; noPersist: not stored.
+	session   acpsdk.SessionId
+	noPersist bool
 
 	// mu guards everything below and orders writes.
 	mu sync.Mutex
 	// atLineStart: the last byte written was a newline (or nothing yet).
 	atLineStart bool
-	wrote       bool
+	// waitShown: the waiting line is on waitW (see waiting).
+	waitShown bool
+	waitW     io.Writer
+	wrote     bool
 	// inThought: the last thing printed was a thought chunk.
 	inThought bool
 	// hinted: the kinds of call (commands, each MCP tool) whose refusal
@@ -487,6 +507,7 @@ func (p *printer) write(s string) {
 	if s == "" {
 		return
 	}
+	p.clearWait()
 	io.WriteString(p.w, s)
 	p.wrote = true
 	p.atLineStart = strings.HasSuffix(s, "\n")
@@ -507,18 +528,36 @@ func (p *printer) finish() {
 	p.newline()
 }
 
-// notice writes a line for the person to w (stderr, a terminal), on a line
-// of its own when stdout is the same terminal; dimmed unless NO_COLOR.
-func (p *printer) notice(w io.Writer, s string, dim bool) {
+// waiting shows, on w (stderr, a terminal), how long the model has been
+// silent, on one line rewritten in place (after what stdout printed, when
+// stdout is a terminal too); dimmed unless NO_COLOR.
+func (p *printer) waiting(w io.Writer, silent time.Duration, dim bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.color {
+	if !p.waitShown && p.tty {
 		p.newline()
 	}
+	s := fmt.Sprintf("waiting for the model… %ds", int(silent.Seconds()))
 	if dim {
 		s = ansiDim + s + ansiReset
 	}
-	io.WriteString(w, s+"\n")
+	io.WriteString(w, "\r"+s+"\x1b[K")
+	p.waitShown, p.waitW = true, w
+}
+
+// unwait erases the waiting line: the model spoke, or the run is over.
+func (p *printer) unwait() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearWait()
+}
+
+// clearWait erases the waiting line if it is shown. p.mu is held.
+func (p *printer) clearWait() {
+	if p.waitShown {
+		io.WriteString(p.waitW, "\r\x1b[K")
+		p.waitShown = false
+	}
 }
 
 func (p *printer) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
@@ -621,14 +660,40 @@ func (p *printer) toolCall(tc *acpsdk.SessionUpdateToolCall) {
 	}
 }
 
-// setCwd is the session's directory once known (a resumed session's own).
-func (p *printer) setCwd(cwd string) {
+// setSession is the session once known: its id, and its directory (a
+// resumed session's own), whether it is stored.
+func (p *printer) setSession(id acpsdk.SessionId, cwd string, noPersist bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.session, p.noPersist = id, noPersist
 	p.cwd = cwd
 	if p.changes != nil {
 		p.changes.cwd = cwd
 	}
+}
+
+// left says what a run that quits at once leaves: the commands still
+// running (the watchdog ends them, and the background tasks, as it does
+// when the agent dies), and what the session keeps.
+func (p *printer) left() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	if n := len(p.execute); n > 0 {
+		fmt.Fprintf(&b, "%d command(s) still running", n)
+	} else {
+		b.WriteString("no command running")
+	}
+	b.WriteString(" — the watchdog ends them and any background task (SIGTERM, SIGKILL after the grace); ")
+	switch {
+	case p.session == "":
+		b.WriteString("no session was started")
+	case p.noPersist:
+		b.WriteString("the session was not stored (--no-persist)")
+	default:
+		fmt.Fprintf(&b, "session %s keeps what was stored before this moment (dsh-acp exec --resume %s)", p.session, p.session)
+	}
+	return b.String()
 }
 
 // printChanges prints the diffs (and the one-line summaries) of what a
@@ -799,8 +864,12 @@ func (p *printer) RequestPermission(ctx context.Context, r acpsdk.RequestPermiss
 	p.question(r)
 	if p.asker != nil {
 		p.mu.Lock()
+		p.clearWait()
 		p.newline()
 		p.mu.Unlock()
+		// The person's time is not the model's silence.
+		p.quiet.hold(true)
+		defer p.quiet.hold(false)
 		// Not under mu while the person thinks: output keeps flowing.
 		id := p.asker.ask(ctx, r)
 		p.answer(r, id, "user")
@@ -841,6 +910,7 @@ func (p *printer) refusedHint(r acpsdk.RequestPermissionRequest) {
 	if p.hinted[kind] || p.hint == nil {
 		return
 	}
+	p.clearWait()
 	if p.hinted == nil {
 		p.hinted = map[string]bool{}
 	}

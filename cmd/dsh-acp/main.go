@@ -45,6 +45,7 @@ func main() {
 		os.Exit(1)
 	}
 	useWatchdog = true
+	ownSignals = true
 	// SIGHUP too: a closed terminal ends the agent as cleanly as SIGTERM.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)

@@ -41,8 +41,10 @@ func openPTY(t *testing.T) (pty, tty *os.File) {
 }
 
 // TestExecWaitingNotice: with stderr on a terminal, exec says it is waiting
-// once the model has been silent for 2 s, and the answer follows. The
-// endpoint answers only after the notice was seen on the terminal.
+// once the model has been silent for 2 s, with the seconds counted on the
+// same line, rewritten in place; the line is erased when the answer
+// comes. The endpoint answers only after the count reached 3 s on the
+// terminal.
 func TestExecWaitingNotice(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -52,15 +54,15 @@ func TestExecWaitingNotice(t *testing.T) {
 
 	seen := make(chan struct{})
 	readDone := make(chan struct{})
+	var got []byte
 	go func() {
 		defer close(readDone)
-		var got []byte
 		buf := make([]byte, 512)
 		told := false
 		for {
 			n, err := pty.Read(buf)
 			got = append(got, buf[:n]...)
-			if !told && bytes.Contains(got, []byte("waiting for the model…")) {
+			if !told && bytes.Contains(got, []byte("\r"+ansiDim+"waiting for the model… 3s"+ansiReset+"\x1b[K")) {
 				close(seen)
 				told = true
 			}
@@ -101,4 +103,11 @@ func TestExecWaitingNotice(t *testing.T) {
 	}
 	tty.Close()
 	<-readDone
+	shown := string(got)
+	if !strings.Contains(shown, "\r"+ansiDim+"waiting for the model… 2s"+ansiReset+"\x1b[K") || strings.Count(shown, "waiting for the model") < 2 {
+		t.Errorf("the count was not rewritten in place: %q", shown)
+	}
+	if !strings.HasSuffix(shown, "\r\x1b[K") {
+		t.Errorf("the waiting line was not erased when the answer came: %q", shown)
+	}
 }
