@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -54,6 +55,32 @@ func completionWords() words {
 	return w
 }
 
+// valueNames are the values of the flags whose usage does not spell them
+// as a|b|c.
+var valueNames = map[string][]string{
+	"default-mode": {"ask", "sandbox", "auto"},
+	"log-level":    {"debug", "info", "warn", "error"},
+}
+
+// dirFlags take a directory, fileFlags a file.
+var (
+	dirFlags  = []string{"cwd", "state-dir"}
+	fileFlags = []string{"script", "script-record", "mcp-config", "log-file", "docker-helper"}
+)
+
+// values are the words flag f takes ("off|high|max" in its usage), nil
+// for a free value.
+func values(f *flag.Flag) []string {
+	if v, ok := valueNames[f.Name]; ok {
+		return v
+	}
+	name, _ := flag.UnquoteUsage(f)
+	if strings.Contains(name, "|") {
+		return strings.Split(name, "|")
+	}
+	return nil
+}
+
 func (w words) flagNames() string {
 	var names []string
 	for _, f := range w.flags {
@@ -62,17 +89,57 @@ func (w words) flagNames() string {
 	return strings.Join(names, " ")
 }
 
+// bashValueCases are the case arms that complete a flag's value after it.
+func (w words) bashValueCases() string {
+	var b strings.Builder
+	for _, f := range w.flags {
+		if v := values(f); v != nil {
+			fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", f.Name, strings.Join(v, " "))
+		}
+	}
+	fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n", strings.Join(dirFlags, "|--"))
+	fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n", strings.Join(fileFlags, "|--"))
+	b.WriteString("    --resume) COMPREPLY=($(compgen -W \"$(_dsh_acp_ids)\" -- \"$cur\")); return ;;\n")
+	return b.String()
+}
+
+// The session ids come from the program itself (sessions --ids), in the
+// state directory a --state-dir on the line names.
+const bashIDs = `_dsh_acp_ids() {
+  local i state=()
+  for ((i = 1; i < ${#COMP_WORDS[@]}; i++)); do
+    [[ ${COMP_WORDS[i]} == --state-dir ]] && state=(--state-dir "${COMP_WORDS[i+1]}")
+  done
+  "${COMP_WORDS[0]}" sessions --ids "${state[@]}" 2>/dev/null
+}
+`
+
 func bashCompletion(w words) string {
 	return fmt.Sprintf(`# bash completion for dsh-acp
-_dsh_acp() {
-  local cur=${COMP_WORDS[COMP_CWORD]}
+%s_dsh_acp() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   if [[ $COMP_CWORD -eq 1 && $cur != -* ]]; then
     COMPREPLY=($(compgen -W %q -- "$cur"))
     return
   fi
+  case $prev in
+%s  esac
   case ${COMP_WORDS[1]} in
     completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
     help) COMPREPLY=($(compgen -W %q -- "$cur")); return ;;
+    sessions)
+      local i sub=
+      for ((i = 2; i < COMP_CWORD; i++)); do
+        case ${COMP_WORDS[i]} in show|rm|prune) sub=${COMP_WORDS[i]}; break ;; esac
+      done
+      if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "--cwd --state-dir --json --ids --older-than" -- "$cur"))
+      elif [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "show rm prune" -- "$cur"))
+      elif [[ $sub != prune ]]; then
+        COMPREPLY=($(compgen -W "$(_dsh_acp_ids)" -- "$cur"))
+      fi
+      return ;;
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W %q -- "$cur"))
@@ -81,7 +148,7 @@ _dsh_acp() {
   fi
 }
 complete -F _dsh_acp dsh-acp
-`, strings.Join(commandNames(), " "), strings.Join(commandNames(), " "), w.flagNames())
+`, bashIDs, strings.Join(commandNames(), " "), w.bashValueCases(), strings.Join(commandNames(), " "), w.flagNames())
 }
 
 // zshQuote quotes s for a single-quoted zsh word.
@@ -91,14 +158,30 @@ func zshQuote(s string) string {
 
 func zshCompletion(w words) string {
 	var b strings.Builder
-	b.WriteString("#compdef dsh-acp\n# zsh completion for dsh-acp\n_dsh_acp() {\n  local -a commands\n  commands=(\n")
+	b.WriteString("#compdef dsh-acp\n# zsh completion for dsh-acp\n")
+	// The ids come from the program itself (sessions --ids), in the state
+	// directory a --state-dir on the line names.
+	b.WriteString("_dsh_acp_ids() {\n  local -a ids state\n  local i=${words[(I)--state-dir]}\n  (( i )) && state=(--state-dir ${words[i+1]})\n  ids=(${(f)\"$(${words[1]} sessions --ids $state 2>/dev/null)\"})\n  compadd -a ids\n}\n")
+	b.WriteString("_dsh_acp() {\n  local -a commands\n  commands=(\n")
 	for _, c := range w.commands {
 		fmt.Fprintf(&b, "    '%s:%s'\n", c.name, zshQuote(c.summary))
 	}
-	b.WriteString("  )\n  if (( CURRENT == 2 )) && [[ $words[2] != -* ]]; then\n    _describe 'command' commands\n    return\n  fi\n  _arguments \\\n")
+	b.WriteString("  )\n  if (( CURRENT == 2 )) && [[ $words[2] != -* ]]; then\n    _describe 'command' commands\n    return\n  fi\n")
+	b.WriteString("  if [[ $words[2] == sessions && $words[CURRENT] != -* ]]; then\n    local sub=${${(M)words[3,CURRENT-1]:#(show|rm|prune)}[1]}\n    case $sub in\n      '') compadd show rm prune ;;\n      show|rm) _dsh_acp_ids ;;\n    esac\n    return\n  fi\n  _arguments \\\n")
 	for _, f := range w.flags {
 		usage, _ := flag.UnquoteUsage(f)
-		fmt.Fprintf(&b, "    '--%s[%s]' \\\n", f.Name, zshQuote(firstLine(usage)))
+		action := ""
+		switch v := values(f); {
+		case v != nil:
+			action = ":value:(" + strings.Join(v, " ") + ")"
+		case f.Name == "resume":
+			action = ":session:_dsh_acp_ids"
+		case slices.Contains(dirFlags, f.Name):
+			action = ":directory:_files -/"
+		case slices.Contains(fileFlags, f.Name):
+			action = ":file:_files"
+		}
+		fmt.Fprintf(&b, "    '--%s[%s]%s' \\\n", f.Name, zshQuote(firstLine(usage)), action)
 	}
 	// Autoloaded from $fpath (the file _dsh-acp) it completes at once;
 	// sourced (source <(dsh-acp completion zsh)) it registers itself.

@@ -50,6 +50,12 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return fail(2, cfg.where(err))
 	}
+	if cfg.resume != "" && !cfg.cont {
+		// Not there, or ambiguous: the store's state, not a usage error.
+		if cfg.resume, err = storedID(cfg, cfg.resume); err != nil {
+			return fail(1, err)
+		}
+	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
 		return fail(2, cfg.where(err))
@@ -235,6 +241,20 @@ func newestSession(cfg *config) (string, error) {
 		return "", fmt.Errorf("--continue: no stored session in %s to continue (start one with dsh-acp exec PROMPT)", cfg.cwd)
 	}
 	return page.Sessions[0].ID, nil
+}
+
+// storedID is the whole id of the stored session --resume names (whole,
+// or a unique prefix of 6 characters or more).
+func storedID(cfg *config, id string) (string, error) {
+	st, err := openStoreFor(cfg)
+	if err != nil {
+		return "", fmt.Errorf("--resume: %w", err)
+	}
+	whole, err := resolveID(st, id)
+	if err != nil {
+		return "", fmt.Errorf("--resume: %w", err)
+	}
+	return whole, nil
 }
 
 // sentence is what a person reads of an error from the agent: the message

@@ -68,7 +68,7 @@ func commandTable() []command {
 	return []command{
 		{"serve", "[flags]", "serve the Agent Client Protocol on stdin/stdout (the default)", runServe},
 		{"exec", "[flags] PROMPT...", "run one prompt and print what happens (PROMPT - or piped: read stdin)", runExec},
-		{"sessions", "[show ID | rm ID] [--json]", "list, show or delete the stored sessions", runSessions},
+		{"sessions", "[show ID | rm ID... | prune --older-than D] [--json|--ids]", "list, show, delete or prune the stored sessions", runSessions},
 		{"login", "[--base-url URL]", "sign in: ask for the endpoint's API key, check it, store it for that endpoint", runLogin},
 		{"logout", "[--base-url URL]", "remove the key stored for the endpoint", runLogout},
 		{"rules", "[rm N]", "list or remove the commands always allowed in a project", runRules},

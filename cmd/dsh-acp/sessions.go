@@ -17,14 +17,19 @@ import (
 )
 
 const sessionsUsage = `Usage:
-  dsh-acp sessions [--cwd DIR] [--json]   list the stored sessions, newest first
-  dsh-acp sessions show ID                print a session's conversation
-  dsh-acp sessions rm ID                  delete a stored session
+  dsh-acp sessions [--cwd DIR] [--json|--ids]    list the stored sessions, newest first
+  dsh-acp sessions show ID                       print a session's conversation
+  dsh-acp sessions rm ID...                      delete stored sessions
+  dsh-acp sessions prune --older-than DURATION   delete those not updated for DURATION
 
 The list shows id, last update, title and working directory; --json
-prints one JSON array of {id, cwd, title, created, updated}. Continue a
-session with dsh-acp exec --resume ID PROMPT... (or --continue for the
-newest of the current directory).
+prints one JSON array of {id, cwd, title, created, updated}; --ids one id
+a line (for scripts and shell completion). An ID may be the first 6 or
+more characters of one, wherever an id is taken (exec --resume too).
+prune takes Go's durations (72h, 90m; d is not a unit), asks nothing,
+and lists what it deleted; with --cwd, only that directory's sessions.
+Continue a session with dsh-acp exec --resume ID PROMPT... (or
+--continue for the newest of the current directory).
 
 Flags:
 `
@@ -43,9 +48,11 @@ func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	fs.StringVar(&cfg.stateDir, "state-dir", stateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
 	asJSON := fs.Bool("json", false, "list as a JSON array")
+	idsOnly := fs.Bool("ids", false, "list the ids only, one a line")
+	olderThan := fs.Duration("older-than", 0, "prune: delete the sessions last updated longer ago than this `DURATION` (72h)")
 	rest, err := parseFlags(fs, sessionsUsage, args)
 	if err == nil {
-		err = checkSessionsArgs(rest)
+		err = checkSessionsArgs(rest, *olderThan)
 	}
 	if code, done := settle(cfg, err, "dsh-acp sessions", stdout, stderr); done {
 		return code
@@ -59,17 +66,21 @@ func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr i
 	st, err := openStoreFor(cfg)
 	if err == nil {
 		switch {
+		case len(rest) == 0 && *idsOnly:
+			err = printSessionIDs(stdout, st, cfg.cwd)
 		case len(rest) == 0 && *asJSON:
 			err = printSessionsJSON(stdout, st, cfg.cwd)
 		case len(rest) == 0:
 			err = printSessions(stdout, st, cfg.cwd)
 		case rest[0] == "show":
-			err = showSession(stdout, st, rest[1])
-		default:
-			err = st.Delete(rest[1])
-			if err == nil {
-				fmt.Fprintln(stdout, "deleted session", rest[1])
+			var id string
+			if id, err = resolveID(st, rest[1]); err == nil {
+				err = showSession(stdout, st, id)
 			}
+		case rest[0] == "prune":
+			err = pruneSessions(stdout, stderr, st, cfg.cwd, *olderThan, time.Now())
+		default:
+			err = removeSessions(stdout, stderr, st, rest[1:])
 		}
 	}
 	if err != nil {
@@ -79,14 +90,90 @@ func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr i
 	return 0
 }
 
-func checkSessionsArgs(rest []string) error {
+func checkSessionsArgs(rest []string, olderThan time.Duration) error {
 	switch {
 	case len(rest) == 0:
 		return nil
-	case rest[0] != "show" && rest[0] != "rm":
-		return fmt.Errorf("unexpected argument %q (sessions, sessions show ID, sessions rm ID)", rest[0])
-	case len(rest) != 2:
-		return fmt.Errorf("sessions %s takes one session ID", rest[0])
+	case rest[0] != "show" && rest[0] != "rm" && rest[0] != "prune":
+		return fmt.Errorf("unexpected argument %q (sessions, sessions show ID, sessions rm ID..., sessions prune --older-than DURATION)", rest[0])
+	case rest[0] == "show" && len(rest) != 2:
+		return errors.New("sessions show takes one session ID")
+	case rest[0] == "rm" && len(rest) < 2:
+		return errors.New("sessions rm takes one session ID or more")
+	case rest[0] == "prune" && len(rest) != 1:
+		return fmt.Errorf("sessions prune takes no argument, got %q (the age is --older-than DURATION)", rest[1])
+	case rest[0] == "prune" && olderThan <= 0:
+		return errors.New("sessions prune needs --older-than DURATION, e.g. --older-than 72h (Go's durations: h, m, s)")
+	case rest[0] != "prune" && olderThan != 0:
+		return errors.New("--older-than is for sessions prune")
+	}
+	return nil
+}
+
+// removeSessions deletes each session ids name (whole or a unique
+// prefix), going on past one that cannot be: every id is tried, and the
+// first error is returned for the exit status.
+func removeSessions(stdout, stderr io.Writer, st *store.Store, ids []string) error {
+	var first error
+	for _, arg := range ids {
+		id, err := resolveID(st, arg)
+		if err == nil {
+			err = st.Delete(id)
+		}
+		if err != nil {
+			if first == nil {
+				first = err
+			} else {
+				fmt.Fprintln(stderr, "dsh-acp sessions:", storeSentence(err))
+			}
+			continue
+		}
+		fmt.Fprintln(stdout, "deleted session", id)
+	}
+	return first
+}
+
+// pruneSessions deletes the sessions (of cwd, if given) last updated
+// before now-age, and says what it deleted. A session open in a running
+// agent is left, and said so.
+func pruneSessions(stdout, stderr io.Writer, st *store.Store, cwd string, age time.Duration, now time.Time) error {
+	infos, err := allSessions(st, cwd)
+	if err != nil {
+		return err
+	}
+	cut := now.Add(-age)
+	n, kept := 0, 0
+	for _, s := range infos {
+		if !s.Updated.Before(cut) {
+			continue
+		}
+		if err := st.Delete(s.ID); err != nil {
+			fmt.Fprintln(stderr, "dsh-acp sessions: prune:", storeSentence(err))
+			kept++
+			continue
+		}
+		n++
+		fmt.Fprintf(stdout, "deleted session %s  %s  %s\n", s.ID, s.Updated.Local().Format(time.DateTime), titleOf(s))
+	}
+	where := st.Dir()
+	if cwd != "" {
+		where = cwd
+	}
+	fmt.Fprintf(stdout, "pruned %d session(s) not updated for %v (since %s) in %s\n", n, age, cut.Local().Format(time.DateTime), where)
+	if kept > 0 {
+		return fmt.Errorf("prune: %d old session(s) could not be deleted (above)", kept)
+	}
+	return nil
+}
+
+// printSessionIDs prints the ids, newest first, one a line.
+func printSessionIDs(w io.Writer, st *store.Store, cwd string) error {
+	infos, err := allSessions(st, cwd)
+	if err != nil {
+		return err
+	}
+	for _, s := range infos {
+		fmt.Fprintln(w, s.ID)
 	}
 	return nil
 }
@@ -234,11 +321,7 @@ func printSessions(w io.Writer, st *store.Store, cwd string) error {
 	}
 	rows := make([][]string, len(infos))
 	for i, s := range infos {
-		title := s.Title
-		if title == "" {
-			title = "(untitled)"
-		}
-		rows[i] = []string{s.ID, s.Updated.Local().Format(time.DateTime), title, s.Cwd}
+		rows[i] = []string{s.ID, s.Updated.Local().Format(time.DateTime), titleOf(s), s.Cwd}
 	}
 	return printTable(w, "no stored sessions in "+st.Dir(), []string{"ID", "UPDATED", "TITLE", "CWD"}, rows)
 }
