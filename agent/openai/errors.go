@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -130,7 +131,12 @@ func retryable(err error) bool {
 		s := statusErr.status
 		return s == http.StatusRequestTimeout || s == http.StatusConflict ||
 			s == http.StatusTooManyRequests || s >= 500
-	case errors.As(err, &urlErr), errors.As(err, &earlyErr):
+	case errors.As(err, &urlErr):
+		// A host that does not resolve will not resolve on the next try
+		// either: said at once, not after the retries' backoff.
+		var dnsErr *net.DNSError
+		return !errors.As(err, &dnsErr) || !dnsErr.IsNotFound
+	case errors.As(err, &earlyErr):
 		return true
 	default:
 		return false
@@ -214,6 +220,12 @@ func (p *Provider) describe(err error, retries int) error {
 	case errors.As(err, &eventErr):
 		msg = fmt.Sprintf("the model endpoint %s reported an error mid-answer: %s", p.endpoint, eventErr.message)
 	case errors.As(err, &urlErr):
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+			msg = fmt.Sprintf("cannot reach the model endpoint %s: its host %q does not resolve; check --base-url (DSH_BASE_URL) and the network",
+				p.endpoint, dnsErr.Name)
+			break
+		}
 		msg = fmt.Sprintf("cannot reach the model endpoint %s%s: %v; check --base-url (DSH_BASE_URL) and the network",
 			p.endpoint, after, urlErr.Err)
 	case errors.As(err, &largeErr):

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -220,6 +221,22 @@ func usageText(header string, fs *flag.FlagSet) string {
 	return b.String()
 }
 
+// usageOnly is a command's help listing only the flags names of fs.
+func usageOnly(header string, fs *flag.FlagSet, names ...string) string {
+	only := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	for _, n := range names {
+		if f := fs.Lookup(n); f != nil {
+			only.Var(f.Value, f.Name, f.Usage)
+		}
+	}
+	text := usageText(header, only)
+	// Not the environment line of the whole program.
+	if i := strings.Index(text, "\nEnvironment:"); i >= 0 {
+		text = text[:i+1]
+	}
+	return text
+}
+
 // helpError carries the help text a person asked for with -h/--help.
 type helpError struct{ text string }
 
@@ -235,7 +252,7 @@ func parseFlags(fs *flag.FlagSet, header string, args []string) ([]string, error
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, &helpError{text: usageText(header, fs)}
 			}
-			return nil, err
+			return nil, flagSentence(fs, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -466,7 +483,7 @@ func onOff(name, v string) error {
 }
 
 func (c *config) validate() error {
-	for _, check := range []func() error{c.validateTurns, c.validateModel, c.validateRuns, c.validateSandbox, c.validateLog} {
+	for _, check := range []func() error{c.validateTurns, c.validateModel, c.validateRuns, c.validateSandbox, c.validateRules, c.validateLog} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -528,6 +545,25 @@ func (c *config) validateSandbox() error {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("--sandbox-read needs an absolute path, got %q", p)
 		}
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("--sandbox-read %s: there is nothing there to let commands read (%v); give a path that exists", p, errors.Unwrap(err))
+		}
+	}
+	return nil
+}
+
+// validateRules refuses an empty --allow or --deny: as a prefix it would
+// match every command (an empty --allow would run them all unasked).
+func (c *config) validateRules() error {
+	for _, r := range []struct {
+		name string
+		list stringList
+	}{{"allow", c.allow}, {"deny", c.deny}} {
+		for _, p := range r.list {
+			if strings.TrimSpace(p) == "" {
+				return fmt.Errorf("--%s %q: an empty pattern would match every command; give a command prefix, e.g. --%s 'git status'", r.name, p, r.name)
+			}
+		}
 	}
 	return nil
 }
@@ -544,6 +580,9 @@ func (c *config) validateLog() error {
 // validateModel checks the flags about the model: --model-timeout,
 // --thinking, --images, --price (which it parses).
 func (c *config) validateModel() error {
+	if err := checkBaseURL(c.baseURL); err != nil {
+		return err
+	}
 	if c.modelTimeout <= 0 {
 		return fmt.Errorf("--model-timeout must be positive, got %v", c.modelTimeout)
 	}
@@ -565,6 +604,27 @@ func (c *config) validateModel() error {
 		c.prices = &p
 	}
 	return nil
+}
+
+// checkBaseURL refuses a --base-url that is no http(s) URL with a host,
+// in words a person can act on (not url.Parse's "first path segment in
+// URL cannot contain colon" for 127.0.0.1:8080).
+func checkBaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if _, err := openai.Endpoint(raw); err == nil {
+		return nil
+	}
+	hint := ""
+	if !strings.Contains(raw, "://") {
+		scheme := "https://"
+		if h := strings.SplitN(raw, "/", 2)[0]; strings.HasPrefix(h, "localhost") || strings.HasPrefix(h, "127.") || strings.HasPrefix(h, "[::1]") {
+			scheme = "http://"
+		}
+		hint = "; did you mean " + scheme + raw + "?"
+	}
+	return fmt.Errorf("--base-url %q is not a URL the agent can call: it needs http:// or https:// and a host, e.g. %s%s", raw, openai.DefaultBaseURL, hint)
 }
 
 // storeDir is where sessions are kept: --state-dir, else the default.

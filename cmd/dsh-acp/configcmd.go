@@ -67,6 +67,10 @@ func defaultsOf(cfg *config, getenv env) map[string]string {
 	if agent.ReadsImages(model) {
 		images = "on"
 	}
+	price := "none: no cost is shown (the endpoint sends none)"
+	if agent.IsDeepSeek(model) {
+		price = "DeepSeek's own prices for its models"
+	}
 	d := map[string]string{
 		"base-url":       openai.DefaultBaseURL,
 		"model":          model,
@@ -74,6 +78,22 @@ func defaultsOf(cfg *config, getenv env) map[string]string {
 		"context-window": strconv.Itoa(cfg.window()),
 		"thinking":       thinking,
 		"images":         images,
+		"price":          price,
+		// What an empty value means, in the README's words: never "".
+		"allow":          "none",
+		"deny":           "none",
+		"keep-env":       "none",
+		"sandbox-read":   "none: everything but the agent's files",
+		"docker-read":    "none",
+		"docker-image":   "none (needed with --executor docker)",
+		"docker-network": "the engine's default",
+		"docker-helper":  "this binary if it is static, else dsh-acp-helper beside it",
+		"log-file":       "none: logs go to stderr",
+		"log-level":      "warn on stderr, info with --log-file; exec logs nothing unless asked",
+		"mcp-config":     "none",
+		"sandbox":        "on where the kernel can confine commands",
+		"script":         "none: a real model",
+		"script-record":  "none",
 	}
 	if dir, err := store.DefaultDirFor(runtime.GOOS, getenv); err == nil {
 		d["state-dir"] = dir

@@ -139,6 +139,16 @@ func loginConfig(name string, args []string, getenv env, stdout, stderr io.Write
 	if err == nil && len(rest) > 0 {
 		err = fmt.Errorf("unexpected argument %q: %s takes flags only", rest[0], strings.TrimPrefix(name, "dsh-acp "))
 	}
+	if err == nil {
+		err = l.explain(checkBaseURL(cfg.baseURL))
+	}
+	var help *helpError
+	if errors.As(err, &help) {
+		// Only the flags that matter here; the rest are accepted (an
+		// editor's sign-in passes its whole command line) and ignored.
+		err = &helpError{text: usageOnly(loginUsage, l.fs, "base-url") +
+			"Every other flag of dsh-acp is accepted too, and ignored: an editor's sign-in\nruns the agent's own command line with login added.\n"}
+	}
 	if code, done := settle(cfg, err, name, stdout, stderr); done {
 		return nil, code, true
 	}
