@@ -125,9 +125,16 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 	}
 	// Keys pressed before the question was shown do not answer it.
 	t.drain()
+	// The menu, the question's last line, is printed once the terminal is
+	// raw: a key pressed as soon as it shows answers it.
+	lead, menuLine := "", question
+	if i := strings.LastIndex(question, "\n"); i >= 0 {
+		lead, menuLine = question[:i+1], question[i+1:]
+	}
 	for {
-		fmt.Fprint(t.out, question)
+		fmt.Fprint(t.out, lead)
 		t.raw()
+		fmt.Fprint(t.out, menuLine)
 		var keys []byte
 		ok := true
 		select {
@@ -194,6 +201,7 @@ func (t *terminalAsker) raw() {
 	if err != nil {
 		return
 	}
+	keepOutput(t.in)
 	t.mu.Lock()
 	t.restore = func() { _ = term.Restore(int(t.in.Fd()), state) }
 	t.mu.Unlock()
