@@ -55,12 +55,6 @@ func completionWords() words {
 	return w
 }
 
-// valueNames are the values of the flags whose usage does not spell them
-// as a|b|c.
-var valueNames = map[string][]string{
-	"default-mode": {"ask", "sandbox", "auto"},
-	"log-level":    {"debug", "info", "warn", "error"},
-}
 
 // dirFlags take a directory, fileFlags a file.
 var (
@@ -71,8 +65,12 @@ var (
 // values are the words flag f takes ("off|high|max" in its usage), nil
 // for a free value.
 func values(f *flag.Flag) []string {
-	if v, ok := valueNames[f.Name]; ok {
-		return v
+	// The flags whose usage does not spell their values as a|b|c.
+	switch f.Name {
+	case "default-mode":
+		return []string{"ask", "sandbox", "auto"}
+	case "log-level":
+		return []string{"debug", "info", "warn", "error"}
 	}
 	name, _ := flag.UnquoteUsage(f)
 	if strings.Contains(name, "|") {

@@ -6,22 +6,28 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
-// Go's flag package words its errors for programmers ("invalid value "3"
-// for flag -model-timeout: parse error"). These are its four forms.
-var (
-	flagUnknown  = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
-	flagInvalid  = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]+): (.*)$`)
-	flagNoValue  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
-	flagBadSyntx = regexp.MustCompile(`^bad flag syntax: (.*)$`)
-)
+// flagForms are the four forms of the flag package's errors, worded for
+// programmers ("invalid value "3" for flag -model-timeout: parse error");
+// compiled when an error is to be reworded, not at every start.
+var flagForms = sync.OnceValue(func() [4]*regexp.Regexp {
+	return [4]*regexp.Regexp{
+		regexp.MustCompile(`^flag provided but not defined: -+(.*)$`),
+		regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]+): (.*)$`),
+		regexp.MustCompile(`^flag needs an argument: -+(.*)$`),
+		regexp.MustCompile(`^bad flag syntax: (.*)$`),
+	}
+})
 
 // flagSentence rewords a flag package error as a sentence that names the
 // flag, the value and the fix, in the two-dash spelling the README uses;
 // any other error is returned as it is.
 func flagSentence(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
+	forms := flagForms()
+	flagUnknown, flagInvalid, flagNoValue, flagBadSyntx := forms[0], forms[1], forms[2], forms[3]
 	if m := flagUnknown.FindStringSubmatch(msg); m != nil {
 		name := m[1]
 		if near := nearestFlag(fs, name); near != "" {

@@ -253,7 +253,7 @@ func TestExecErrorsAreSentences(t *testing.T) {
 		want string
 	}{
 		{[]string{"--script", "x", "--cwd", missing}, "new session in " + missing + ": invalid cwd"},
-		{[]string{"--base-url", "api.deepseek.com"}, `base URL "api.deepseek.com": want http:// or https://`},
+		{[]string{"--base-url", "api.deepseek.com"}, `--base-url "api.deepseek.com" is not a URL the agent can call: it needs http:// or https://`},
 		{[]string{"--script", "x", "--mcp-config", missing}, "--mcp-config"},
 	}
 	for _, c := range cases {
