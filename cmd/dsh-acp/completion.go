@@ -55,7 +55,6 @@ func completionWords() words {
 	return w
 }
 
-
 // dirFlags take a directory, fileFlags a file.
 var (
 	dirFlags  = []string{"cwd", "state-dir"}
