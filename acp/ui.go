@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -336,7 +337,14 @@ func changeContent(cs []tools.Change) []acpsdk.ToolCallContent {
 	var out []acpsdk.ToolCallContent
 	for _, c := range cs {
 		if c.Line != "" {
-			out = append(out, acpsdk.ToolContent(acpsdk.TextBlock(c.Line)))
+			out = append(out, acpsdk.ToolContent(acpsdk.TextBlock(tools.Visible(c.Line))))
+			continue
+		}
+		if !utf8.ValidString(c.Path) {
+			// JSON carries only UTF-8: sent as it is, the path would
+			// arrive with U+FFFD for each bad byte and name no file. A
+			// line names it, its bytes escaped, and says so.
+			out = append(out, acpsdk.ToolContent(acpsdk.TextBlock(tools.Visible(c.Path)+": changed (its name is not UTF-8, so the editor cannot open it)")))
 			continue
 		}
 		if c.OldText == nil {
@@ -352,6 +360,10 @@ func changeContent(cs []tools.Change) []acpsdk.ToolCallContent {
 func locations(ls []tools.Location) []acpsdk.ToolCallLocation {
 	var out []acpsdk.ToolCallLocation
 	for _, l := range ls {
+		if !utf8.ValidString(l.Path) {
+			// No editor could follow it (see changeContent).
+			continue
+		}
 		out = append(out, acpsdk.ToolCallLocation{Path: l.Path, Line: l.Line})
 	}
 	return out

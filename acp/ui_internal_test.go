@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,37 @@ func TestTerminalFinishChanges(t *testing.T) {
 		t.Errorf("third change = %+v, want the binary file's line", got.Content[3])
 	}
 	want := []acpsdk.ToolCallLocation{{Path: "/p/f.txt", Line: &line}, {Path: "/p/new.txt", Line: &line}, {Path: "/p/x.bin"}}
+	if diff := cmp.Diff(want, got.Locations); diff != "" {
+		t.Errorf("locations (-want +got):\n%s", diff)
+	}
+}
+
+// TestChangeNotUTF8: a changed file whose name is not UTF-8 is not sent
+// as a diff or a location (JSON would turn its bad bytes into U+FFFD, a
+// path that names no file): a line names it, bytes escaped, and says the
+// editor cannot open it.
+func TestChangeNotUTF8(t *testing.T) {
+	u := newTurnUI(&recordingClient{}, "s", false, intervalTicker(time.Hour), context.Background(), zap.NewNop())
+	c := agent.CallInfo{ID: "call"}
+	line := 0
+	r := tools.Result{Text: "(no output)",
+		Changes:   []tools.Change{{Path: "/p/dir\xff/inner.txt", NewText: "n\n"}, {Path: "/p/ok.txt", NewText: "o\n"}},
+		Locations: []tools.Location{{Path: "/p/dir\xff/inner.txt", Line: &line}, {Path: "/p/ok.txt", Line: &line}},
+	}
+	got := u.finishCall(c, r, nil).ToolCallUpdate
+	var lines []string
+	for _, cc := range got.Content {
+		if cc.Diff != nil && !utf8.ValidString(cc.Diff.Path) {
+			t.Errorf("a diff of a path that is not UTF-8: %q", cc.Diff.Path)
+		}
+		if cc.Content != nil && cc.Content.Content.Text != nil {
+			lines = append(lines, cc.Content.Content.Text.Text)
+		}
+	}
+	if !slices.Contains(lines, "/p/dir⟨\\xff⟩/inner.txt: changed (its name is not UTF-8, so the editor cannot open it)") {
+		t.Errorf("no line names the file: %q", lines)
+	}
+	want := []acpsdk.ToolCallLocation{{Path: "/p/ok.txt", Line: &line}}
 	if diff := cmp.Diff(want, got.Locations); diff != "" {
 		t.Errorf("locations (-want +got):\n%s", diff)
 	}
