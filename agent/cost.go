@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +62,9 @@ func ParsePrice(s string) (Price, error) {
 			return Price{}, fmt.Errorf("price %q: want in=<USD>,cached=<USD>,out=<USD> (per million tokens)", s)
 		}
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < 0 {
+		// NaN and infinities parse, but price nothing: refused as any
+		// other word would be.
+		if err != nil || !(f >= 0) || math.IsInf(f, 0) {
 			return Price{}, fmt.Errorf("price %q: %s=%q is not a non-negative number", s, k, v)
 		}
 		switch k = strings.TrimSpace(k); k {

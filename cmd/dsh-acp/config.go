@@ -500,7 +500,7 @@ func (c *config) validateTurns() error {
 	if c.contextWindow < 0 {
 		return fmt.Errorf("--context-window must be positive, got %d", c.contextWindow)
 	}
-	if c.compactAt <= 0 || c.compactAt > 1 {
+	if !(c.compactAt > 0 && c.compactAt <= 1) { // NaN fails both
 		return fmt.Errorf("--compact-at must be above 0 and at most 1, got %v", c.compactAt)
 	}
 	return nil

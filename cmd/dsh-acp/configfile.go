@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -37,7 +39,10 @@ type setting struct {
 	list bool
 	// boolean: the value was a TOML boolean.
 	boolean bool
-	line    int
+	// kinds are the TOML kinds of the value (or of each element of an
+	// array): "string", "integer", "float", "boolean".
+	kinds []string
+	line  int
 }
 
 // configFile is the parsed config.toml; the zero value is "no file".
@@ -139,6 +144,7 @@ func (s *setting) fill(v any) error {
 				return fmt.Errorf("array element: %w", err)
 			}
 			s.values = append(s.values, str)
+			s.kinds = append(s.kinds, kindOf(e))
 		}
 		return nil
 	}
@@ -151,7 +157,66 @@ func (s *setting) fill(v any) error {
 		return err
 	}
 	s.values = []string{str}
+	s.kinds = []string{kindOf(v)}
 	return nil
+}
+
+// kindOf names a decoded TOML scalar's kind as TOML does.
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int64:
+		return "integer"
+	case float64:
+		return "float"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// wantKind is the TOML kind a flag's value is written as: a number for a
+// whole-number or decimal flag, true or false for a switch, a string for
+// everything else (durations, URLs, names, patterns).
+func wantKind(f *flag.Flag) string {
+	if isBoolFlag(f) {
+		return "boolean"
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case int, int64, uint, uint64:
+			return "integer"
+		case float64:
+			return "float"
+		}
+	}
+	return "string"
+}
+
+// article is kind with "a" or "an" before it.
+func article(kind string) string {
+	if strings.HasPrefix(kind, "i") {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// maxEcho bounds what an error repeats of a key or value the file holds
+// (a megabyte-long key must not come back whole).
+const maxEcho = 64
+
+// echo is s quoted, cut to maxEcho bytes (at a rune boundary) with the
+// length said.
+func echo(s string) string {
+	if len(s) <= maxEcho {
+		return strconv.Quote(s)
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 func scalar(v any) (string, error) {
@@ -191,13 +256,13 @@ func (cf *configFile) apply(fs *flag.FlagSet, known func(string) bool, fromEnv m
 		f := fs.Lookup(s.key)
 		switch {
 		case notSettable[s.key]:
-			return nil, fmt.Errorf("%s: %q is not a setting (it is one run's choice): remove it", where, s.key)
+			return nil, fmt.Errorf("%s: %s is not a setting (it is one run's choice): remove it", where, echo(s.key))
 		case keyNames[strings.ToLower(s.key)]:
-			return nil, fmt.Errorf("%s: %q: the API key is not a setting, so that it never sits in a file you may share: remove it, and run dsh-acp login (or set DSH_API_KEY)", where, s.key)
+			return nil, fmt.Errorf("%s: %s: the API key is not a setting, so that it never sits in a file you may share: remove it, and run dsh-acp login (or set DSH_API_KEY)", where, echo(s.key))
 		case f == nil && known(s.key):
 			continue
 		case f == nil:
-			return nil, fmt.Errorf("%s: unknown key %q: a key is the long name of a flag of dsh-acp or dsh-acp exec (see dsh-acp help exec)", where, s.key)
+			return nil, fmt.Errorf("%s: unknown key %s: a key is the long name of a flag of dsh-acp or dsh-acp exec (see dsh-acp help exec)", where, echo(s.key))
 		case fromEnv[s.key]:
 			continue
 		}
@@ -206,7 +271,7 @@ func (cf *configFile) apply(fs *flag.FlagSet, known func(string) bool, fromEnv m
 		}
 		for _, v := range s.values {
 			if err := fs.Set(s.key, v); err != nil {
-				return nil, fmt.Errorf("%s: %s: bad value %q: %s", where, s.key, v, badValue(f, err))
+				return nil, fmt.Errorf("%s: %s: bad value %s: %s", where, s.key, echo(v), badValue(f, err))
 			}
 		}
 		applied[s.key] = s.line
@@ -220,10 +285,32 @@ func checkShape(f *flag.Flag, s setting) error {
 	switch {
 	case s.list && !repeatable(f):
 		return errors.New("takes one value, not an array")
+	case !s.list && repeatable(f):
+		return fmt.Errorf("takes an array of strings, e.g. %s = [%s], not %s", f.Name, echo(strings.Join(s.values, "")), article(strings.Join(s.kinds, "")))
 	case isBoolFlag(f) && !s.boolean:
-		return fmt.Errorf("takes true or false, got %q", strings.Join(s.values, ","))
+		return fmt.Errorf("takes true or false, got %s", echo(strings.Join(s.values, ",")))
 	case !isBoolFlag(f) && s.boolean:
 		return fmt.Errorf("takes a value, not a boolean (%s)", f.Usage)
+	}
+	want := wantKind(f)
+	for i, got := range s.kinds {
+		// A whole number is a number for a decimal setting too.
+		if got == want || want == "float" && got == "integer" {
+			continue
+		}
+		what := map[string]string{"integer": "a whole number", "float": "a number"}[want]
+		if g, ok := f.Value.(flag.Getter); ok && what == "" {
+			if _, ok := g.Get().(time.Duration); ok {
+				what = `a duration such as "30s" or "2m"`
+			}
+		}
+		if what == "" {
+			what = "a " + want
+		}
+		if s.list {
+			return fmt.Errorf("element %d is %s (%s), want %s", i+1, article(got), echo(s.values[i]), what)
+		}
+		return fmt.Errorf("is %s (%s), want %s", article(got), echo(s.values[i]), what)
 	}
 	return nil
 }

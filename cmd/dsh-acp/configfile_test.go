@@ -106,6 +106,17 @@ func TestConfigFileErrors(t *testing.T) {
 		{"the API key", "model = \"m\"\napi-key = \"sk-in-a-file\"\n", []string{":2:", "API key is not a setting", "dsh-acp login"}},
 		{"invalid value", "# a comment\ncompact-at = 2.0\n", []string{"--compact-at", ":2"}},
 		{"bad mode", "default-mode = \"yolo\"\n", []string{"--default-mode", ":1"}},
+		// Values of the wrong kind (issue 31): each names the key, its
+		// line and the kind wanted.
+		{"NaN for a share", "model = \"m\"\ncompact-at = nan\n", []string{"--compact-at", ":2", "NaN"}},
+		{"infinity for a share", "compact-at = inf\n", []string{"--compact-at", ":1"}},
+		{"a number for a list", "deny = 7\n", []string{":1:", "deny", "array of strings"}},
+		{"a string for a list", "allow = \"git\"\n", []string{":1:", "allow", "array of strings"}},
+		{"a number in a list", "deny = [\"rm\", 7]\n", []string{":1:", "deny", "element 2 is an integer", "want a string"}},
+		{"a number for a string", "model = 7\n", []string{":1:", "model", "is an integer", "want a string"}},
+		{"a decimal for a whole number", "max-requests = 1.5\n", []string{":1:", "max-requests", "whole number"}},
+		{"a price of NaN", "price = \"in=nan,out=1\"\n", []string{":1", "price"}},
+		{"a huge unknown key", strings.Repeat("k", 1<<19) + " = 1\n", []string{":1:", "unknown key", "(524288 bytes)"}},
 		{"the line of the flag named", "model = \"m\"\nmodel-timeout = \"0s\"\n", []string{"--model-timeout must be positive", "config.toml:2)"}},
 	}
 	for _, tc := range cases {
