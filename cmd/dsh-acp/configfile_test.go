@@ -209,6 +209,9 @@ func TestEveryFlagIsAKey(t *testing.T) {
 			file.WriteString(f.Name + " = []\n")
 		case isBoolFlag(f):
 			file.WriteString(f.Name + " = " + f.DefValue + "\n")
+		case wantKind(f) != "string":
+			// A number is written as one.
+			file.WriteString(f.Name + " = " + f.DefValue + "\n")
 		default:
 			file.WriteString(f.Name + " = " + tomlString(f.DefValue) + "\n")
 		}
