@@ -50,6 +50,7 @@ var notSandboxed = map[string]string{}
 var notInContainer = map[string]string{
 	"25-auto-in-sandbox": "the Auto in sandbox mode is the sandbox's (Landlock's Permission denied, its private TMPDIR); with --executor docker the container confines and the mode is not offered",
 	"41-sandbox-files":   "the Auto in sandbox mode is the sandbox's; with --executor docker the mode is not offered",
+	"33-fork-sandbox":    "the fork of a session in the Auto in sandbox mode, which is the sandbox's; with --executor docker the mode is not offered",
 	"39-file-permission": "the file tools read outside the session's directory, which a container does not see (with --executor docker that read is refused)",
 }
 
