@@ -82,25 +82,7 @@ func searchRoot(caller tools.Caller, obj object) (string, error) {
 }
 
 func (t *globTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
-	obj, err := parseObject(raw)
-	var pattern, root string
-	if err == nil {
-		pattern, err = obj.nonEmpty("pattern")
-	}
-	if err == nil {
-		root, err = searchRoot(caller, obj)
-	}
-	if err == nil {
-		// An absolute pattern searches from its fixed part.
-		if filepath.IsAbs(pattern) {
-			base, rest := doublestar.SplitPattern(pattern)
-			root, pattern = filepath.Clean(base), rest
-		}
-		pattern = strings.TrimPrefix(pattern, "./")
-		if !doublestar.ValidatePattern(pattern) {
-			err = argError(fmt.Sprintf("invalid pattern %q", pattern))
-		}
-	}
+	root, pattern, err := globArgs(caller, raw)
 	if err != nil {
 		return failed("Find files", tools.KindSearch, err)
 	}
@@ -118,81 +100,117 @@ func (t *globTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 			if err != nil {
 				return searchError(caller, root, err)
 			}
-			type found struct {
-				abs   string
-				d     fs.DirEntry
-				mtime time.Time
-				ok    bool
-			}
 			var (
-				all []found
+				all []globMatch
 				mu  sync.Mutex
 			)
 			truncated, err := walk(ctx, f.x, start, func(abs, rel string, d fs.DirEntry) error {
 				if ok, _ := doublestar.Match(rest, rel); ok {
 					mu.Lock()
-					all = append(all, found{abs: abs, d: d})
+					all = append(all, globMatch{abs: abs, d: d})
 					mu.Unlock()
 				}
 				return nil
 			})
-			// The times, a stat each, are read a few at a time: most of a
-			// glob's cost.
-			var wg sync.WaitGroup
-			workers := max(2, runtime.GOMAXPROCS(0))
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := w; i < len(all); i += workers {
-						m := &all[i]
-						fi, err := m.d.Info()
-						if err == nil && m.d.Type()&fs.ModeSymlink != 0 {
-							fi, err = f.x.Stat(m.abs)
-						}
-						if err == nil {
-							m.mtime, m.ok = fi.ModTime(), true
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			kept := all[:0]
-			for _, m := range all {
-				if m.ok {
-					kept = append(kept, m)
-				}
-			}
-			all = kept
+			all = statMatches(f.x, all)
 			if errors.Is(err, fs.ErrNotExist) && start != root {
 				err = nil // the fixed part names no directory: nothing matches
 			}
 			if err != nil {
 				return searchError(caller, start, err)
 			}
-			sort.Slice(all, func(i, j int) bool {
-				if !all[i].mtime.Equal(all[j].mtime) {
-					return all[i].mtime.After(all[j].mtime)
-				}
-				return all[i].abs < all[j].abs
-			})
-			var b strings.Builder
-			for i, m := range all {
-				if i == maxGlobFiles {
-					fmt.Fprintf(&b, "[… and %d more files not shown; narrow the pattern or path]\n", len(all)-i)
-					break
-				}
-				b.WriteString(shownPath(caller, m.abs) + "\n")
-			}
-			if truncated {
-				fmt.Fprintf(&b, "[search stopped after %d files; narrow the path]\n", maxWalk)
-			}
-			if len(all) == 0 && !truncated {
-				b.WriteString(fmt.Sprintf("No files match %s in %s", pattern, shownPath(caller, root)))
-			}
-			return tools.Result{Text: strings.TrimSuffix(b.String(), "\n"), Raw: SearchOutput{Files: len(all)}}
+			return globListing(caller, all, truncated, pattern, root)
 		},
 	}
+}
+
+// globArgs reads the call's arguments into the directory the search is
+// rooted at and the pattern relative to it.
+func globArgs(caller tools.Caller, raw json.RawMessage) (root, pattern string, err error) {
+	obj, err := parseObject(raw)
+	if err == nil {
+		pattern, err = obj.nonEmpty("pattern")
+	}
+	if err == nil {
+		root, err = searchRoot(caller, obj)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	// An absolute pattern searches from its fixed part.
+	if filepath.IsAbs(pattern) {
+		base, rest := doublestar.SplitPattern(pattern)
+		root, pattern = filepath.Clean(base), rest
+	}
+	pattern = strings.TrimPrefix(pattern, "./")
+	if !doublestar.ValidatePattern(pattern) {
+		return "", "", argError(fmt.Sprintf("invalid pattern %q", pattern))
+	}
+	return root, pattern, nil
+}
+
+type globMatch struct {
+	abs   string
+	d     fs.DirEntry
+	mtime time.Time
+	ok    bool
+}
+
+// statMatches gives each match its modification time and drops those that
+// vanished or whose link dangles. The times, a stat each, are read a few at
+// a time: most of a glob's cost.
+func statMatches(x executor.Files, all []globMatch) []globMatch {
+	var wg sync.WaitGroup
+	workers := max(2, runtime.GOMAXPROCS(0))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(all); i += workers {
+				m := &all[i]
+				fi, err := m.d.Info()
+				if err == nil && m.d.Type()&fs.ModeSymlink != 0 {
+					fi, err = x.Stat(m.abs)
+				}
+				if err == nil {
+					m.mtime, m.ok = fi.ModTime(), true
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	kept := all[:0]
+	for _, m := range all {
+		if m.ok {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// globListing is the result the model sees: newest first, capped.
+func globListing(caller tools.Caller, all []globMatch, truncated bool, pattern, root string) tools.Result {
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].mtime.Equal(all[j].mtime) {
+			return all[i].mtime.After(all[j].mtime)
+		}
+		return all[i].abs < all[j].abs
+	})
+	var b strings.Builder
+	for i, m := range all {
+		if i == maxGlobFiles {
+			fmt.Fprintf(&b, "[… and %d more files not shown; narrow the pattern or path]\n", len(all)-i)
+			break
+		}
+		b.WriteString(shownPath(caller, m.abs) + "\n")
+	}
+	if truncated {
+		fmt.Fprintf(&b, "[search stopped after %d files; narrow the path]\n", maxWalk)
+	}
+	if len(all) == 0 && !truncated {
+		b.WriteString(fmt.Sprintf("No files match %s in %s", pattern, shownPath(caller, root)))
+	}
+	return tools.Result{Text: strings.TrimSuffix(b.String(), "\n"), Raw: SearchOutput{Files: len(all)}}
 }
 
 func searchError(caller tools.Caller, path string, err error) tools.Result {
