@@ -121,18 +121,7 @@ func (w *walker) dir(abs, rel string, domain []string, ignore []gitignore.Patter
 		}
 		return nil
 	}
-	if w.inRepo {
-		for _, e := range ents {
-			if e.Name() == ".gitignore" && !e.IsDir() {
-				ignore = append(ignore[:len(ignore):len(ignore)], w.patterns(filepath.Join(abs, ".gitignore"), domain)...)
-				break
-			}
-		}
-	}
-	var m gitignore.Matcher
-	if len(ignore) > 0 {
-		m = gitignore.NewMatcher(ignore)
-	}
+	ignore, m := w.ignoreRules(abs, ents, domain, ignore)
 	scratch := append(domain[:len(domain):len(domain)], "")
 	for _, e := range ents {
 		name := e.Name()
@@ -140,12 +129,7 @@ func (w *walker) dir(abs, rel string, domain []string, ignore []gitignore.Patter
 			continue
 		}
 		isDir := e.IsDir()
-		if e.Type()&fs.ModeSymlink != 0 {
-			fi, err := w.x.Stat(filepath.Join(abs, name))
-			if err != nil || !fi.Mode().IsRegular() {
-				continue // a link to a directory is not followed
-			}
-		} else if !isDir && !e.Type().IsRegular() {
+		if !w.walkable(abs, e) {
 			continue
 		}
 		scratch[len(scratch)-1] = name
@@ -178,4 +162,33 @@ func (w *walker) dir(abs, rel string, domain []string, ignore []gitignore.Patter
 		}
 	}
 	return nil
+}
+
+// ignoreRules adds the rules of abs's own .gitignore, if any, to those of
+// the directories above (copying, as siblings share ignore), and gives the
+// matcher for them: nil when there are none, to skip matching outright.
+func (w *walker) ignoreRules(abs string, ents []fs.DirEntry, domain []string, ignore []gitignore.Pattern) ([]gitignore.Pattern, gitignore.Matcher) {
+	if w.inRepo {
+		for _, e := range ents {
+			if e.Name() == ".gitignore" && !e.IsDir() {
+				ignore = append(ignore[:len(ignore):len(ignore)], w.patterns(filepath.Join(abs, ".gitignore"), domain)...)
+				break
+			}
+		}
+	}
+	if len(ignore) == 0 {
+		return ignore, nil
+	}
+	return ignore, gitignore.NewMatcher(ignore)
+}
+
+// walkable says whether the entry e of abs is a directory or a regular
+// file: only those are walked or reported. A link counts only when it
+// leads to a regular file; following links to directories could loop.
+func (w *walker) walkable(abs string, e fs.DirEntry) bool {
+	if e.Type()&fs.ModeSymlink != 0 {
+		fi, err := w.x.Stat(filepath.Join(abs, e.Name()))
+		return err == nil && fi.Mode().IsRegular()
+	}
+	return e.IsDir() || e.Type().IsRegular()
 }
