@@ -95,12 +95,7 @@ func openIn(dir, rel string, links Links, wantDir bool) (*os.File, error) {
 		}
 		top := stack[len(stack)-1]
 		last := !hasName(todo)
-		var fd int
-		if !last || wantDir {
-			fd, err = openDir(top, name)
-		} else {
-			fd, err = unix.Openat(top, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		}
+		fd, err := openComponent(top, name, last, wantDir)
 		if err == nil {
 			switch {
 			case !last:
@@ -111,21 +106,14 @@ func openIn(dir, rel string, links Links, wantDir bool) (*os.File, error) {
 			}
 			return regular(fd, filepath.Join(dir, rel))
 		}
-		if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.EMLINK) {
-			if errors.Is(err, unix.ENXIO) {
-				// A socket.
-				return fail(ErrNotRegular)
-			}
-			return fail(err)
+		if ferr := notLinkError(err); ferr != nil {
+			return fail(ferr)
 		}
 		// A link (ELOOP: O_NOFOLLOW met one; ENOTDIR: O_DIRECTORY did),
 		// or a file where a directory was wanted.
 		target, lerr := readlinkat(top, name)
 		if lerr != nil {
-			if errors.Is(err, unix.ENOTDIR) || wantDir {
-				return fail(err)
-			}
-			return fail(ErrNotRegular)
+			return fail(notLinkAfterAll(err, wantDir))
 		}
 		if links == NoLinks {
 			return fail(ErrLink)
@@ -138,10 +126,7 @@ func openIn(dir, rel string, links Links, wantDir bool) (*os.File, error) {
 			if !ok {
 				return fail(ErrOutside)
 			}
-			for _, fd := range stack[1:] {
-				unix.Close(fd)
-			}
-			stack = stack[:1]
+			stack = backToRoot(stack)
 			target = in
 		}
 		todo = append(split(target), todo...)
@@ -154,6 +139,51 @@ func openIn(dir, rel string, links Links, wantDir bool) (*os.File, error) {
 		return os.NewFile(uintptr(fd), filepath.Join(dir, rel)), nil
 	}
 	return fail(ErrNotRegular)
+}
+
+// openComponent opens name in the directory top, never through a link: as
+// a directory when the walk goes on below it or a directory is wanted,
+// else as the file asked for.
+func openComponent(top int, name string, last, wantDir bool) (int, error) {
+	if !last || wantDir {
+		return openDir(top, name)
+	}
+	return unix.Openat(top, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+}
+
+// notLinkError is nil when the open's error may mean a link stood there
+// (ELOOP: O_NOFOLLOW met one; EMLINK: as some BSDs say it; ENOTDIR:
+// O_DIRECTORY did, or a file), which only reading it can tell; otherwise it
+// is the error to fail with.
+func notLinkError(err error) error {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EMLINK) {
+		return nil
+	}
+	if errors.Is(err, unix.ENXIO) {
+		// A socket.
+		return ErrNotRegular
+	}
+	return err
+}
+
+// notLinkAfterAll is the error for a component whose open failed as a
+// link's would (openErr) but which readlink says is no link: a file where
+// a directory was wanted keeps the open's error; anything else where a
+// regular file was wanted is not one.
+func notLinkAfterAll(openErr error, wantDir bool) error {
+	if errors.Is(openErr, unix.ENOTDIR) || wantDir {
+		return openErr
+	}
+	return ErrNotRegular
+}
+
+// backToRoot closes every directory on stack above the root, as an
+// absolute link target is walked again from the root.
+func backToRoot(stack []int) []int {
+	for _, fd := range stack[1:] {
+		unix.Close(fd)
+	}
+	return stack[:1]
 }
 
 // ReadIn reads at most limit bytes of the regular file at rel below dir
