@@ -80,18 +80,16 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 	if len(cs) == 0 {
 		return ""
 	}
-	title := ""
-	if r.ToolCall.Title != nil {
-		title = *r.ToolCall.Title
-	}
-	var menu []string
-	for i, c := range cs {
-		label := "[" + c.letter + "] " + c.label
-		if i == 0 {
-			label += " (Enter)"
-		}
-		menu = append(menu, label)
-	}
+	t.printNotes(r)
+	question := t.question(r, cs)
+	// Keys pressed before the question was shown do not answer it.
+	t.drain()
+	return t.answer(ctx, question, cs)
+}
+
+// printNotes prints, dimmed and indented, what the request says besides
+// the command, so that a person knows what "always" would remember.
+func (t *terminalAsker) printNotes(r acpsdk.RequestPermissionRequest) {
 	for _, o := range r.Options {
 		if o.Kind == acpsdk.PermissionOptionKindAllowAlways {
 			// What "always" remembers (the option's own words).
@@ -108,6 +106,22 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 			fmt.Fprintln(t.out, t.dim("  "+strings.ReplaceAll(tools.Visible(text), "\n", "\n  ")))
 		}
 	}
+}
+
+// question is the text of the question, its last line the menu of cs.
+func (t *terminalAsker) question(r acpsdk.RequestPermissionRequest, cs []choice) string {
+	title := ""
+	if r.ToolCall.Title != nil {
+		title = *r.ToolCall.Title
+	}
+	var menu []string
+	for i, c := range cs {
+		label := "[" + c.letter + "] " + c.label
+		if i == 0 {
+			label += " (Enter)"
+		}
+		menu = append(menu, label)
+	}
 	// The command as it will run: a title that shows only its first line
 	// is replaced by every line, each behind a bar so that none can pass
 	// for a line of the question. Every character prints visibly, so a
@@ -123,8 +137,12 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 		}
 		question = fmt.Sprintf("Run %s?\n%s\n%s ", what, strings.Join(lines, "\n"), strings.Join(menu, "  "))
 	}
-	// Keys pressed before the question was shown do not answer it.
-	t.drain()
+	return question
+}
+
+// answer shows the question and reads keys until one is an answer,
+// asking again after any other key.
+func (t *terminalAsker) answer(ctx context.Context, question string, cs []choice) acpsdk.PermissionOptionId {
 	// The menu, the question's last line, is printed once the terminal is
 	// raw: a key pressed as soon as it shows answers it.
 	lead, menuLine := "", question
@@ -135,48 +153,62 @@ func (t *terminalAsker) ask(ctx context.Context, r acpsdk.RequestPermissionReque
 		fmt.Fprint(t.out, lead)
 		t.raw()
 		fmt.Fprint(t.out, menuLine)
-		var keys []byte
-		ok := true
-		select {
-		case <-ctx.Done():
-			ok = false
-		case <-t.interrupt:
-			ok = false
-		case keys, ok = <-t.keys:
-		}
+		keys, ok := t.nextKeys(ctx)
 		t.cooked()
 		if !ok || len(keys) == 0 {
 			fmt.Fprintln(t.out)
 			return ""
 		}
-		key := strings.ToLower(string(keys[:1]))
-		switch keys[0] {
-		case 3: // Ctrl-C
-			fmt.Fprintln(t.out, "^C")
-			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
-			// The interrupt (or ctx) ends the question.
-			select {
-			case <-ctx.Done():
-			case <-t.interrupt:
-			}
-			return ""
-		case 4: // Ctrl-D: no answer, as at end of input
-			fmt.Fprintln(t.out)
-			return ""
-		case '\r', '\n':
-			if len(cs) > 0 {
-				key = cs[0].letter
-			}
-		}
-		for _, c := range cs {
-			if key == c.letter {
-				fmt.Fprintln(t.out, c.letter)
-				return c.id
-			}
+		if id, done := t.choose(ctx, keys, cs); done {
+			return id
 		}
 		fmt.Fprintln(t.out)
 		fmt.Fprintln(t.out, "Please press one of the letters in brackets (Enter: "+cs[0].label+").")
 	}
+}
+
+// nextKeys waits for what the person types; false when input ended, ctx
+// is done or Ctrl-C's cancel was sent, as then nobody waits for an answer.
+func (t *terminalAsker) nextKeys(ctx context.Context) ([]byte, bool) {
+	select {
+	case <-ctx.Done():
+		return nil, false
+	case <-t.interrupt:
+		return nil, false
+	case keys, ok := <-t.keys:
+		return keys, ok
+	}
+}
+
+// choose reads the answer in the first key typed; done is false when the
+// key answers nothing and the question is to be asked again.
+func (t *terminalAsker) choose(ctx context.Context, keys []byte, cs []choice) (id acpsdk.PermissionOptionId, done bool) {
+	key := strings.ToLower(string(keys[:1]))
+	switch keys[0] {
+	case 3: // Ctrl-C
+		fmt.Fprintln(t.out, "^C")
+		_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+		// The interrupt (or ctx) ends the question.
+		select {
+		case <-ctx.Done():
+		case <-t.interrupt:
+		}
+		return "", true
+	case 4: // Ctrl-D: no answer, as at end of input
+		fmt.Fprintln(t.out)
+		return "", true
+	case '\r', '\n':
+		if len(cs) > 0 {
+			key = cs[0].letter
+		}
+	}
+	for _, c := range cs {
+		if key == c.letter {
+			fmt.Fprintln(t.out, c.letter)
+			return c.id, true
+		}
+	}
+	return "", false
 }
 
 // drain drops what the reader read before the question.

@@ -43,18 +43,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return code
 	}
-	servers, err := loadMCPConfig(cfg.mcpConfig)
-	if err == nil && cfg.cont {
-		cfg.resume, err = newestSession(cfg)
-	}
+	servers, code, err := execInputs(cfg)
 	if err != nil {
-		return fail(2, cfg.where(err))
-	}
-	if cfg.resume != "" && !cfg.cont {
-		// Not there, or ambiguous: the store's state, not a usage error.
-		if cfg.resume, err = storedID(cfg, cfg.resume); err != nil {
-			return fail(1, err)
-		}
+		return fail(code, err)
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
@@ -67,18 +58,8 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer a.close()
 
-	toAgentR, toAgentW := io.Pipe()
-	toClientR, toClientW := io.Pipe()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = a.agent.Serve(context.WithoutCancel(ctx), toAgentR, toClientW)
-		toClientW.Close()
-	}()
-	defer func() {
-		toAgentW.Close()
-		<-served
-	}()
+	toAgentW, toClientR, unserve := serveInProcess(ctx, a)
+	defer unserve()
 
 	p := newPrinter(cfg, stdin, stdout, stderr, getenv)
 	p.events = ev
@@ -120,6 +101,50 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return fail(1, err)
 	}
+	return execEnd(resp, p, stderr, ev)
+}
+
+// execInputs reads what the run needs before the agent starts: the MCP
+// servers and, for --continue or --resume, the stored session's id. The
+// exit code tells a usage error (2) from the store's state (1).
+func execInputs(cfg *config) ([]acpsdk.McpServer, int, error) {
+	servers, err := loadMCPConfig(cfg.mcpConfig)
+	if err == nil && cfg.cont {
+		cfg.resume, err = newestSession(cfg)
+	}
+	if err != nil {
+		return nil, 2, cfg.where(err)
+	}
+	if cfg.resume != "" && !cfg.cont {
+		// Not there, or ambiguous: the store's state, not a usage error.
+		if cfg.resume, err = storedID(cfg, cfg.resume); err != nil {
+			return nil, 1, err
+		}
+	}
+	return servers, 0, nil
+}
+
+// serveInProcess runs the agent on pipes, as the editor would over stdio.
+// Its lifetime is the run's, not ctx's: unserve closes its input and
+// waits for it, so no goroutine outlives the run.
+func serveInProcess(ctx context.Context, a *app) (toAgent *io.PipeWriter, fromAgent *io.PipeReader, unserve func()) {
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = a.agent.Serve(context.WithoutCancel(ctx), toAgentR, toClientW)
+		toClientW.Close()
+	}()
+	return toAgentW, toClientR, func() {
+		toAgentW.Close()
+		<-served
+	}
+}
+
+// execEnd turns a finished turn into the exit code, after the spend line
+// on stderr and, with --json, the usage and end events.
+func execEnd(resp acpsdk.PromptResponse, p *printer, stderr io.Writer, ev *events) int {
 	code := exitCode(resp.StopReason, p, stderr)
 	if line := spentLine(resp); line != "" {
 		fmt.Fprintln(stderr, "dsh-acp exec:", line)
