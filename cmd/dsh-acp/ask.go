@@ -149,9 +149,12 @@ func (t *terminalAsker) answer(ctx context.Context, question string, cs []choice
 	if i := strings.LastIndex(question, "\n"); i >= 0 {
 		lead, menuLine = question[:i+1], question[i+1:]
 	}
-	for {
+	// Keys typed before the question are dropped (they answer nothing
+	// asked); a key typed once "Please press…" shows answers the question
+	// asked again, so only the first raw flushes.
+	for flush := true; ; flush = false {
 		fmt.Fprint(t.out, lead)
-		t.raw()
+		t.raw(flush)
 		fmt.Fprint(t.out, menuLine)
 		keys, ok := t.nextKeys(ctx)
 		t.cooked()
@@ -226,9 +229,12 @@ func (t *terminalAsker) drain() {
 }
 
 // raw puts the terminal in raw mode, so that one key answers; a terminal
-// that cannot be is read line by line as before.
-func (t *terminalAsker) raw() {
-	flushInput(t.in)
+// that cannot be is read line by line as before. flush drops what was
+// typed and not read yet.
+func (t *terminalAsker) raw(flush bool) {
+	if flush {
+		flushInput(t.in)
+	}
 	state, err := term.MakeRaw(int(t.in.Fd()))
 	if err != nil {
 		return
