@@ -63,8 +63,10 @@ func TestTaskSetsidChildEndsWithIt(t *testing.T) {
 }
 
 // finishedDaemonScript is `server --daemonize`'s shape: a daemon in a
-// session of its own, and the task's shell done at once.
-const finishedDaemonScript = `( setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! )`
+// session of its own, and the task's shell done as soon as the daemon is
+// in it (a daemon that had not yet called setsid when its task ended was
+// still in the task's group, and ended with it: the test then failed).
+const finishedDaemonScript = `f=$(mktemp) && ( setsid sh -c 'echo $$ >"$1"; exec sleep 1000' sh "$f" </dev/null >/dev/null 2>&1 & ) && until [ -s "$f" ]; do sleep 0.01; done && cat "$f" && rm -f "$f"`
 
 // A finished background task's daemon ends with bash_kill (Kill answers
 // "already finished" and ends it all the same) and with its session's

@@ -672,7 +672,9 @@ func TestLocalKillFinishedTaskEndsItsDaemon(t *testing.T) {
 	}
 	l := newLocal(t, executor.Options{})
 	a := tools.Caller{SessionID: "A", Cwd: t.TempDir()}
-	res := l.run(t, a, "( setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! )", map[string]any{"run_in_background": true})
+	// The shell ends once the daemon has its own session (before that it
+	// is still in the task's group and ends with it).
+	res := l.run(t, a, `f=$(mktemp) && ( setsid sh -c 'echo $$ >"$1"; exec sleep 1000' sh "$f" </dev/null >/dev/null 2>&1 & ) && until [ -s "$f" ]; do sleep 0.01; done && cat "$f" && rm -f "$f"`, map[string]any{"run_in_background": true})
 	if res.IsError {
 		t.Fatalf("start: %s", res.Text)
 	}
