@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 	"io"
 	"os"
 	"os/exec"
@@ -58,7 +59,7 @@ func BenchmarkCapture1GiB(b *testing.B) {
 	if _, err := l.Run(ctx, executor.Spec{Command: "seq 100000"}); err != nil { // warm up
 		b.Fatal(err)
 	}
-	base := resetPeakRSS()
+	base := proctab.ResetPeakRSS()
 	b.SetBytes(gib)
 	b.ResetTimer()
 	for range b.N {
@@ -71,7 +72,7 @@ func BenchmarkCapture1GiB(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(memStat("VmHWM")-base)/1024, "peak-rss-MiB")
+	b.ReportMetric(float64(proctab.SelfStatusKiB("VmHWM")-base)/1024, "peak-rss-MiB")
 }
 
 // BenchmarkDiscard1GiB is the same command copied to io.Discard by os/exec.

@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,11 +8,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,32 +21,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
-
-// memStat reads a "VmXXX:  N kB" line of /proc/self/status, in KiB.
-func memStat(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return n
-		}
-	}
-	return -1
-}
-
-// resetPeakRSS makes VmHWM start again from the current RSS (Linux 4.0+)
-// and returns the baseline to measure growth from.
-func resetPeakRSS() int64 {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		return memStat("VmHWM")
-	}
-	return memStat("VmRSS")
-}
 
 type rssReport struct {
 	GrowthKiB int64
@@ -75,9 +48,9 @@ func rssChild() int {
 		rep.Err = err.Error()
 		return 0
 	}
-	base := resetPeakRSS()
+	base := proctab.ResetPeakRSS()
 	res, err := l.Run(ctx, executor.Spec{Command: os.Getenv("DSH_RSS_CMD")})
-	rep.GrowthKiB = memStat("VmHWM") - base
+	rep.GrowthKiB = proctab.SelfStatusKiB("VmHWM") - base
 	if err != nil {
 		rep.Err = err.Error()
 		return 0

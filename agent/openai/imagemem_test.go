@@ -1,18 +1,17 @@
 package openai_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,23 +73,6 @@ type imageMemReport struct {
 	Err        string
 }
 
-// memStat reads a "VmXXX:  N kB" line of /proc/self/status, in KiB.
-func memStat(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return n
-		}
-	}
-	return -1
-}
-
 // bigImage is an image of n decoded bytes, its base64 made without
 // encoding anything (nothing on the way compresses it).
 func bigImage(n int, name string) agent.Image {
@@ -138,7 +120,7 @@ func imageMemChild() int {
 		runtime.GC()
 		debug.FreeOSMemory()
 		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-		rep.BaseKiB = memStat("VmRSS")
+		rep.BaseKiB = proctab.SelfStatusKiB("VmRSS")
 	}
 	var history []agent.Message
 	switch os.Getenv("DSH_IMAGEMEM_CASE") {
@@ -176,7 +158,7 @@ func imageMemChild() int {
 		rep.Err = "unknown case"
 		return 0
 	}
-	rep.PeakKiB = memStat("VmHWM")
+	rep.PeakKiB = proctab.SelfStatusKiB("VmHWM")
 	rep.LargestKiB = largest.Load() >> 10
 	return 0
 }

@@ -3,6 +3,7 @@ package docker_test
 import (
 	"context"
 	"fmt"
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 	"os"
 	"slices"
 	"testing"
@@ -79,7 +80,7 @@ func BenchmarkCapture1GiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	const gib = 1 << 30
-	base := resetPeakRSS()
+	base := proctab.ResetPeakRSS()
 	b.SetBytes(gib)
 	b.ResetTimer()
 	for range b.N {
@@ -92,5 +93,5 @@ func BenchmarkCapture1GiB(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(memStat("VmHWM")-base)/1024, "peak-rss-MiB")
+	b.ReportMetric(float64(proctab.SelfStatusKiB("VmHWM")-base)/1024, "peak-rss-MiB")
 }
