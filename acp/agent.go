@@ -98,8 +98,8 @@ type Agent struct {
 	// announce sends a new session's commands after its reply.
 	announce announcer
 
-	// mu guards conn, terminalOutput, clientReadsFiles, clientWritesFiles
-	// and signInOffered.
+	// mu guards conn, terminalOutput, clientReadsFiles, clientWritesFiles,
+	// signInOffered, elicitForm and elicitURL.
 	mu   sync.Mutex
 	conn client
 	// terminalOutput: the client announced Zed's display-only terminal
@@ -112,6 +112,9 @@ type Agent struct {
 	signInOffered bool
 	// clientWritesFiles: the client offers fs/write_text_file.
 	clientWritesFiles bool
+	// elicitForm, elicitURL: the client shows elicitation/create forms,
+	// and links (clientCapabilities.elicitation.form, .url).
+	elicitForm, elicitURL bool
 }
 
 // New returns an Agent; call Serve to run it over a connection.

@@ -32,6 +32,11 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 	a.clientReadsFiles = p.ClientCapabilities.Fs.ReadTextFile
 	a.signInOffered = len(methods) > 0
 	a.clientWritesFiles = p.ClientCapabilities.Fs.WriteTextFile
+	// A mode is supported only when its object is present (ACP: {} and
+	// {"form":null} advertise none).
+	if e := p.ClientCapabilities.Elicitation; e != nil {
+		a.elicitForm, a.elicitURL = e.Form != nil, e.Url != nil
+	}
 	a.mu.Unlock()
 	// The model list is fetched once, from now, so the first session/new
 	// rarely waits for it (it waits at most modelListTimeout).
@@ -42,7 +47,8 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 		zap.Bool("auth_terminal", p.ClientCapabilities.Auth.Terminal),
 		zap.Bool("terminal_auth_meta", metaAuth),
 		zap.Bool("fs_read_text_file", p.ClientCapabilities.Fs.ReadTextFile),
-		zap.Bool("fs_write_text_file", p.ClientCapabilities.Fs.WriteTextFile))
+		zap.Bool("fs_write_text_file", p.ClientCapabilities.Fs.WriteTextFile),
+		zap.Bool("elicitation_form", a.elicitForm), zap.Bool("elicitation_url", a.elicitURL))
 	caps := acpsdk.SessionCapabilities{
 		Close: &acpsdk.SessionCloseCapabilities{},
 		List:  &acpsdk.SessionListCapabilities{},

@@ -63,6 +63,7 @@ func (a *Agent) startServers(s *sessions.Session, list []acpsdk.McpServer) {
 	if f := a.opts.MCP.Launcher; f != nil {
 		opts.Launcher = f(s.ID)
 	}
+	opts.Ask = a.elicitorFor(s.ID, a.client())
 	servers, err := mcptool.Start(mcpConfigs(list), opts)
 	if err != nil {
 		// Only a list that cannot run at all (no absolute cwd), which a

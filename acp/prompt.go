@@ -67,7 +67,7 @@ func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (resp acpsdk
 	a.noteImages(ctx, s, model, len(images))
 	rec := &recorder{a: a, ctx: ctx, s: s, blocks: p.Prompt}
 	out, runErr := a.opts.Loop.Run(tctx, agent.Turn{
-		Caller:      tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone, Editor: a.editor(s.ID, conn)},
+		Caller:      tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone, Editor: a.editor(s.ID, conn), Ask: a.elicitorFor(s.ID, conn)},
 		Extra:       s.Tools(),
 		History:     s.History(),
 		Prompt:      promptText(tctx, p.Prompt, a.links(s, conn, log)),

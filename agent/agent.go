@@ -272,8 +272,8 @@ func (t Turn) recorder() func(Message) {
 // promptFits fails when the prompt in hand does not fit the window by
 // itself (with the system prompt and tools): it would have to be
 // summarized, and a prompt never is.
-func (l *Loop) promptFits(system, prompt Message, extra ToolSource) error {
-	need := estimateRequest(Request{Messages: []Message{system, prompt}, Tools: l.specs(extra)})
+func (l *Loop) promptFits(system, prompt Message, caller tools.Caller, extra ToolSource) error {
+	need := estimateRequest(Request{Messages: []Message{system, prompt}, Tools: l.specs(caller, extra)})
 	if need <= l.window() {
 		return nil
 	}
@@ -334,10 +334,13 @@ func (o Outcome) done(conv []Message) Outcome {
 }
 
 // specs are the tools as offered to the model.
-func (l *Loop) specs(extra ToolSource) []ToolSpec {
+func (l *Loop) specs(caller tools.Caller, extra ToolSource) []ToolSpec {
 	specs := make([]ToolSpec, 0, len(l.Tools))
 	names := make(map[string]bool, len(l.Tools))
 	for _, tl := range l.Tools {
+		if !tools.IsOffered(tl, caller) {
+			continue
+		}
 		specs = append(specs, specOf(tl))
 		names[tl.Name()] = true
 	}
@@ -443,7 +446,7 @@ func (l *Loop) now() time.Time {
 // estimatedUsage is the estimated size of the next request over conv.
 func (l *Loop) estimatedUsage(caller tools.Caller, extra ToolSource, conv []Message) ContextUsage {
 	prompt, _ := l.systemPrompt(caller.Cwd, nil)
-	req := Request{Tools: l.specs(extra), Messages: append([]Message{{Role: RoleSystem, Content: prompt}}, conv...)}
+	req := Request{Tools: l.specs(caller, extra), Messages: append([]Message{{Role: RoleSystem, Content: prompt}}, conv...)}
 	return ContextUsage{Used: estimateRequest(req), Size: l.window(), Estimated: true}
 }
 

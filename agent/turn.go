@@ -83,7 +83,7 @@ func (l *Loop) Run(ctx context.Context, in Turn) (Outcome, error) {
 	// window by itself cannot be sent at all. Not sent, it is not kept
 	// either (no message, nothing recorded): in the history, every later
 	// request would carry it and fail the same way.
-	if err := l.promptFits(t.system, t.out.Messages[0], in.Extra); err != nil {
+	if err := l.promptFits(t.system, t.out.Messages[0], in.Caller, in.Extra); err != nil {
 		return Outcome{}, err
 	}
 	t.record(t.out.Messages[0])
@@ -121,7 +121,7 @@ func (t *turn) run() (Outcome, error) {
 		}
 		t.addNotices()
 		// The session's own tools may change between requests.
-		specs := t.l.specs(t.in.Extra)
+		specs := t.l.specs(t.in.Caller, t.in.Extra)
 		t.compactIfFull(specs)
 		req, resp, err := t.ask(specs)
 		if err != nil {
@@ -421,9 +421,9 @@ func (t *turn) call(info CallInfo, p tools.Prepared) (m Message, cancelled bool)
 			return t.answer(info, p.Skipped(ap.Message)), false
 		}
 	}
-	runCtx := t.ctx
+	runCtx := tools.WithCallID(t.ctx, info.ID)
 	if ap.Sandboxed {
-		runCtx = tools.WithSandbox(t.ctx)
+		runCtx = tools.WithSandbox(runCtx)
 	}
 	t.emit(Event{Kind: EventToolRunning, Call: info})
 	emit := t.emit

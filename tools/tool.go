@@ -29,6 +29,79 @@ type Caller struct {
 	// (its open buffers, its review of changes); nil when the client
 	// offers no such methods.
 	Editor EditorFiles
+	// Ask, when set, asks the user through the editor (a form or a link it
+	// shows); nil when the client declares no elicitation.
+	Ask Elicitor
+}
+
+// Elicitor asks the user for input through the editor (ACP's
+// elicitation/create). It is for questions, never for secrets.
+type Elicitor interface {
+	// Modes reports which kinds of question the editor shows: a form, a
+	// link to open.
+	Modes() (form, url bool)
+	// Elicit asks and waits for the user's answer, or for ctx to end. An
+	// error is a failure to ask (the editor refused the request); declined
+	// and cancelled are answers.
+	Elicit(ctx context.Context, q Elicitation) (Answer, error)
+}
+
+// Elicitation is one question. Form mode when URL is empty.
+type Elicitation struct {
+	// ToolCallID is the tool call the question belongs to, if any.
+	ToolCallID string
+	// Message says what is asked and why.
+	Message string
+	// Schema is a form's JSON Schema: a flat object of primitive
+	// properties.
+	Schema json.RawMessage
+	// URL is the link a URL-mode question asks the user to open, and
+	// ElicitationID its id, unique among the connection's open ones.
+	URL           string
+	ElicitationID string
+}
+
+// The user's actions on an elicitation.
+const (
+	AnswerAccept  = "accept"
+	AnswerDecline = "decline"
+	AnswerCancel  = "cancel"
+)
+
+// Answer is the user's answer to an Elicitation.
+type Answer struct {
+	// Action is one of AnswerAccept, AnswerDecline, AnswerCancel.
+	Action string
+	// Content is what an accepted form holds, by property name.
+	Content map[string]any
+}
+
+// Offered is a tool that only some callers are offered (the model's
+// requests of other callers leave it out).
+type Offered interface {
+	OfferedTo(c Caller) bool
+}
+
+// IsOffered reports whether tl is offered to c: a tool that is not Offered
+// is offered to every caller.
+func IsOffered(tl Tool, c Caller) bool {
+	o, ok := tl.(Offered)
+	return !ok || o.OfferedTo(c)
+}
+
+// callIDKey marks a call's context with its tool call id.
+type callIDKey struct{}
+
+// WithCallID returns ctx carrying the id of the tool call run with it, so
+// what the call asks of the editor names the call it belongs to.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallID is the tool call id ctx carries; "" when none.
+func CallID(ctx context.Context) string {
+	v, _ := ctx.Value(callIDKey{}).(string)
+	return v
 }
 
 // EditorFiles are the editor's own text-file methods (ACP's

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-acp/dsh-acp/tools/asktool"
 )
 
 // maxFixedPart bounds the part of every model request that does not grow
@@ -14,8 +16,8 @@ import (
 const maxFixedPart = 12288
 
 // TestFixedPartSize measures that part as the goldens pin it (every
-// scenario's requests are compared with these two files): the system
-// prompt, for a session in a 40-byte directory, and each tool in the
+// scenario's requests are compared with these two files) with ask_user:
+// the system prompt, for a session in a 40-byte directory, and each tool in the
 // chat-completions form an endpoint is sent, {"type":"function",
 // "function":{…}}, compact.
 func TestFixedPartSize(t *testing.T) {
@@ -32,6 +34,10 @@ func TestFixedPartSize(t *testing.T) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		t.Fatal(err)
 	}
+	// An editor that shows forms is offered ask_user too: the most a
+	// request carries.
+	ask := asktool.Tool()
+	list = append(list, map[string]any{"name": ask.Name(), "description": ask.Description(), "parameters": ask.Schema()})
 	wire := make([]any, len(list))
 	names := make([]string, len(list))
 	for i, tl := range list {

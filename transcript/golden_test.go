@@ -42,7 +42,7 @@ import (
 //     data is merged and shown once, as "← live {toolCallId,
 //     terminal_output}" just before the call's final update.
 //  7. Model requests: the tool list is replaced by $TOOLS when it equals
-//     model-tools.json (followed by the session's MCP tools, mcp__…, shown
+//     model-tools.json (followed by ask_user and the session's MCP tools, mcp__…, shown
 //     in full), and the system prompt by $SYSTEM_PROMPT(cwd=…) when
 //     it equals system-prompt.txt with that cwd and today's date as $DATE
 //     ($SYSTEM_PROMPT(cwd=…, git=…) in a repository, whose line is shown;
@@ -301,7 +301,7 @@ func sharedTools(dir string, tools any, pin bool) (bool, []any, error) {
 	var extra []any
 	for i, tl := range list {
 		if m, ok := tl.(map[string]any); ok {
-			if name, _ := m["name"].(string); strings.HasPrefix(name, "mcp__") {
+			if name, _ := m["name"].(string); strings.HasPrefix(name, "mcp__") || name == "ask_user" {
 				tools, extra = list[:i], list[i:]
 				break
 			}

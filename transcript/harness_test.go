@@ -78,8 +78,10 @@ type harness struct {
 }
 
 type permAnswer struct {
+	method  string // the request it answers
 	session string // session id, "" = any
 	answer  string
+	values  json.RawMessage // an accepted elicitation's content
 }
 
 type pendingCall struct {
@@ -265,7 +267,7 @@ func (h *harness) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		h.writeTextFile(ctx, conn, req)
 		return
 	}
-	if req.Method != "session/request_permission" {
+	if req.Method != "session/request_permission" && req.Method != "elicitation/create" {
 		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "the transcript client does not offer " + req.Method})
 		return
 	}
@@ -345,8 +347,8 @@ func sessionOf(req *jsonrpc2.Request) string {
 // answerPermissions pairs waiting requests with queued answers, in order.
 func (h *harness) answerPermissions(conn *jsonrpc2.Conn) {
 	type reply struct {
-		id     jsonrpc2.ID
-		answer string
+		id jsonrpc2.ID
+		permAnswer
 	}
 	var replies []reply
 	h.permMu.Lock()
@@ -355,7 +357,7 @@ func (h *harness) answerPermissions(conn *jsonrpc2.Conn) {
 		sid := sessionOf(req)
 		j := -1
 		for k, a := range h.answers {
-			if a.session == "" || a.session == sid {
+			if a.method == req.Method && (a.session == "" || a.session == sid) {
 				j = k
 				break
 			}
@@ -364,12 +366,22 @@ func (h *harness) answerPermissions(conn *jsonrpc2.Conn) {
 			i++
 			continue
 		}
-		replies = append(replies, reply{req.ID, h.answers[j].answer})
+		replies = append(replies, reply{req.ID, h.answers[j]})
 		h.answers = append(h.answers[:j], h.answers[j+1:]...)
 		h.asked = append(h.asked[:i], h.asked[i+1:]...)
 	}
 	h.permMu.Unlock()
 	for _, r := range replies {
+		if r.method == "elicitation/create" {
+			res := map[string]any{"action": r.answer}
+			if r.answer == "accept" && r.values != nil {
+				res["content"] = r.values
+			}
+			if err := conn.Reply(context.Background(), r.id, res); err != nil {
+				h.t.Errorf("reply to elicitation/create: %v", err)
+			}
+			continue
+		}
 		var outcome any
 		if r.answer == "cancelled" {
 			outcome = map[string]any{"outcome": "cancelled"}

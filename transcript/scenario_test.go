@@ -73,6 +73,8 @@ type step struct {
 	Mark   string `json:"mark,omitempty"`
 	Count  int    `json:"count,omitempty"`
 	Equals string `json:"equals_cmd,omitempty"`
+	// Values is what an accepted elicitation's form holds (elicit).
+	Values json.RawMessage `json:"values,omitempty"`
 	// MCPServers is new_session's mcpServers list; absent means [].
 	MCPServers json.RawMessage `json:"mcp_servers,omitempty"`
 }
@@ -153,6 +155,7 @@ var knownOps = map[string]bool{
 	"cancel": true, "close_session": true, "await_update": true, "permission": true, "raw": true,
 	"request": true, "close_stdin": true, "expect_exit": true, "write_file": true, "wait_file": true,
 	"expect_no_file": true, "await_procs": true, "expect_gone": true, "check_spill": true, "restart": true, "tear": true, "wait_log": true,
+	"elicit": true,
 }
 
 func parseSteps(b []byte) ([]step, error) {

@@ -158,8 +158,11 @@ func (h *harness) do(s step) error {
 		return err
 	case "await_update":
 		return h.awaitUpdate(s)
-	case "permission":
-		a := permAnswer{answer: s.Answer}
+	case "permission", "elicit":
+		a := permAnswer{method: "session/request_permission", answer: s.Answer, values: s.Values}
+		if s.Op == "elicit" {
+			a.method = "elicitation/create"
+		}
 		if s.Session != "" {
 			a.session = h.sid(s.Session)
 		}

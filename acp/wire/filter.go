@@ -45,7 +45,12 @@ type lockedWriter struct {
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
-	n, err := l.reply(p)
+	_, err := l.reply(scoped(p))
+	// The SDK wrote all of p, as far as it is concerned.
+	n := len(p)
+	if err != nil {
+		n = 0
+	}
 	if l.written != nil {
 		l.written(p)
 	}

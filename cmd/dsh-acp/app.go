@@ -29,6 +29,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
+	"github.com/dsh-acp/dsh-acp/tools/asktool"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 	"github.com/dsh-acp/dsh-acp/tools/filetool"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
@@ -337,17 +338,19 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 }
 
 // modelTools are the tools the model is offered: the bash tools, the file
-// tools unless --tools bash, then the plan the editor shows.
+// tools unless --tools bash, then the plan the editor shows, then (unless
+// --tools bash, and only to an editor that shows forms) ask_user.
 func (a *app) modelTools(cfg *config) ([]tools.Tool, error) {
 	out := a.toolset.Tools()
-	if cfg.tools != "bash" {
-		ft, err := filetool.Tools(filetool.Options{Executor: a.exec, Changes: a.tracker})
-		if err != nil {
-			return nil, fmt.Errorf("tools: %w", err)
-		}
-		out = append(out, ft...)
+	if cfg.tools == "bash" {
+		return append(out, tools.UpdatePlan()), nil
 	}
-	return append(out, tools.UpdatePlan()), nil
+	ft, err := filetool.Tools(filetool.Options{Executor: a.exec, Changes: a.tracker})
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	out = append(out, ft...)
+	return append(out, tools.UpdatePlan(), asktool.Tool()), nil
 }
 
 // confiner is where commands run (see chooseConfiner); startExecutor

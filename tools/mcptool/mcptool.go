@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // Transport kinds of a [ServerConfig].
@@ -133,6 +135,10 @@ type Options struct {
 	// Launcher starts the stdio servers (see [Launcher]). Nil: a stdio
 	// server fails to start.
 	Launcher Launcher
+	// Ask, when set, passes the servers' elicitation requests to the user
+	// (the editor's forms and links); nil means the servers are told the
+	// client asks nothing.
+	Ask tools.Elicitor
 
 	// protocolVersion, when set, is the MCP version the client asks for
 	// (tests run both the stateless and the session protocol).

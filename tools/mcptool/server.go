@@ -50,6 +50,9 @@ type server struct {
 	proc  *stdioProc
 	// gone is closed when state leaves Ready or Starting for good.
 	gone chan struct{}
+	// calls counts the calls in flight by tool call id: an elicitation the
+	// server sends while exactly one runs belongs to that call.
+	calls map[string]int
 }
 
 func newServer(s *Servers, idx int, cfg ServerConfig) *server {
@@ -207,10 +210,10 @@ func (v *server) start(ctx context.Context) (*mcp.ClientSession, []toolDef, erro
 		return nil, nil, fmt.Errorf("unknown transport %q", v.cfg.Transport)
 	}
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-acp", Version: clientVersion}, &mcp.ClientOptions{
+	copts := &mcp.ClientOptions{
 		Logger: logbridge.New(v.log),
-		// No roots, sampling or elicitation: the client offers nothing but
-		// tool calls.
+		// No roots or sampling: the client offers tool calls, and
+		// elicitation when the editor asks the user.
 		Capabilities: &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -218,7 +221,9 @@ func (v *server) start(ctx context.Context) (*mcp.ClientSession, []toolDef, erro
 			default:
 			}
 		},
-	})
+	}
+	v.offerElicitation(copts)
+	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-acp", Version: clientVersion}, copts)
 	var sopts *mcp.ClientSessionOptions
 	if v.s.opts.protocolVersion != "" {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: v.s.opts.protocolVersion}

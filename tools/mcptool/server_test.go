@@ -139,7 +139,7 @@ func ptr[T any](v T) *T { return &v }
 func childMain(mode string) int {
 	stderrEvent := hooks{event: func(s string) { fmt.Fprintln(os.Stderr, "event: "+s) }}
 	switch mode {
-	case "serve":
+	case "serve", "ask":
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 	case "fail":
@@ -164,8 +164,48 @@ func childMain(mode string) int {
 		return 2
 	}
 	fmt.Fprintln(os.Stderr, "event: serving")
-	if err := newTestServer(stderrEvent).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	srv := newTestServer(stderrEvent)
+	if mode == "ask" {
+		addAskTools(srv)
+	}
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "run:", err)
 	}
 	return 0
+}
+
+// addAskTools adds the tools that ask the user (elicitation), each as
+// one protocol generation does:
+//   - ask_new: answers its first call with an input request (MCP
+//     2026-07-28), and what it heard once called again with the answer;
+//   - ask_old: sends elicitation/create itself while serving the call (the
+//     protocols before; refused by the SDK on 2026-07-28).
+func addAskTools(srv *mcp.Server) {
+	form := &mcp.ElicitParams{Mode: "form", Message: "Sure?",
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"sure":{"type":"boolean"}},"required":["sure"]}`)}
+	heard := func(res *mcp.ElicitResult, err error) *mcp.CallToolResult {
+		text := ""
+		switch {
+		case err != nil:
+			text = "could not ask: " + err.Error()
+		case res == nil:
+			text = "no answer"
+		default:
+			text = fmt.Sprintf("%s %v", res.Action, res.Content["sure"])
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	}
+	srv.AddTool(&mcp.Tool{Name: "ask_new", Description: "Asks in its answer.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			resp, ok := req.Params.InputResponses["sure"]
+			if !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"sure": form}}, nil
+			}
+			res, _ := resp.(*mcp.ElicitResult)
+			return heard(res, nil), nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "ask_old", Description: "Asks while it runs.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return heard(req.Session.Elicit(ctx, form)), nil
+		})
 }

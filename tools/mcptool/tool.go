@@ -172,6 +172,7 @@ func (t *Tool) Invoke(ctx context.Context, args json.RawMessage) Outcome {
 	if err != nil {
 		return errOutcome(err.Error())
 	}
+	defer v.track(tools.CallID(ctx))()
 	timeout := v.s.opts.CallTimeout
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
