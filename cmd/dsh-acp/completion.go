@@ -51,7 +51,7 @@ type words struct {
 func completionWords() words {
 	var w words
 	w.commands = commandTable()
-	execFlags(&config{}, noEnvAt).VisitAll(func(f *flag.Flag) { w.flags = append(w.flags, f) })
+	execFlagSet().VisitAll(func(f *flag.Flag) { w.flags = append(w.flags, f) })
 	return w
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
@@ -33,25 +34,22 @@ Flags:
 `
 
 func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
-	cfg := &config{getenv: getenv}
-	l, err := layer(execFlags, cfg, getenv)
-	var rest []string
-	if err == nil {
-		rest, err = l.parse(execFlags, configUsage, args)
-	}
-	if err == nil && len(rest) > 0 {
-		err = fmt.Errorf("unexpected argument %q: config takes flags only", rest[0])
-	}
-	var help *helpError
+	cfg, err := readSettings(settings.Request{Command: execCommand, Name: "dsh-acp config", Header: configUsage, Footer: usageFooter, Args: args, Getenv: getenv, NoChecks: true}, func(rest []string) error {
+		if len(rest) > 0 {
+			return fmt.Errorf("unexpected argument %q: config takes flags only", rest[0])
+		}
+		return nil
+	})
+	var help *settings.HelpError
 	switch {
 	case errors.As(err, &help):
-		fmt.Fprint(stdout, help.text)
+		fmt.Fprint(stdout, help.Text)
 		return 0
 	case err != nil:
 		fmt.Fprintln(stderr, "dsh-acp config:", err)
 		return 2
 	}
-	printConfig(stdout, l, getenv, defaultsOf(cfg, getenv))
+	printConfig(stdout, cfg.settings, getenv, defaultsOf(cfg, getenv))
 	return 0
 }
 
@@ -101,31 +99,31 @@ func defaultsOf(cfg *config, getenv env) map[string]string {
 	return d
 }
 
-func printConfig(w io.Writer, l *layered, getenv env, defaults map[string]string) {
+func printConfig(w io.Writer, p *settings.Parsed, getenv env, defaults map[string]string) {
 	switch {
-	case l.file.path == "":
+	case p.File.Path == "":
 		fmt.Fprintln(w, "config file: none (no HOME or XDG_CONFIG_HOME to find it by)")
-	case l.file.found:
-		fmt.Fprintf(w, "config file: %s\n", l.file.path)
+	case p.File.Found:
+		fmt.Fprintf(w, "config file: %s\n", p.File.Path)
 	default:
-		fmt.Fprintf(w, "config file: %s (not there; every setting below is a flag, the environment or a default)\n", l.file.path)
+		fmt.Fprintf(w, "config file: %s (not there; every setting below is a flag, the environment or a default)\n", p.File.Path)
 	}
 	baseURL := ""
-	if f := l.fs.Lookup("base-url"); f != nil {
+	if f := p.Flags.Lookup("base-url"); f != nil {
 		baseURL = f.Value.String()
 	}
 	fmt.Fprintf(w, "api key: %s\n\n", keyOrigin(getenv, baseURL))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
-	l.fs.VisitAll(func(f *flag.Flag) {
-		if notSettable[f.Name] {
+	p.Flags.VisitAll(func(f *flag.Flag) {
+		if p.Setting(f.Name).OneRun {
 			return
 		}
 		v := shown(f)
 		if d, ok := defaults[f.Name]; ok && (f.Value.String() == "" || f.Value.String() == "0") {
 			v = d
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, v, l.source(f.Name))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, v, p.Source(f.Name))
 	})
 	tw.Flush()
 }
@@ -157,27 +155,4 @@ func shown(f *flag.Flag) string {
 		return fmt.Sprintf("%q", v)
 	}
 	return v
-}
-
-// source says where a flag's value came from. A repeatable flag set in
-// both the file and on the command line has both; a single value given as
-// a flag replaced the file's.
-func (l *layered) source(name string) string {
-	var from []string
-	if l.given[name] {
-		from = append(from, "flag")
-	}
-	if l.replaced(name) {
-		return "flag"
-	}
-	if line, ok := l.fileLines[name]; ok {
-		from = append(from, fmt.Sprintf("config file, line %d", line))
-	}
-	if len(from) > 0 {
-		return strings.Join(from, " + ")
-	}
-	if l.fromEnv[name] {
-		return "environment"
-	}
-	return "default"
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/agent/openai"
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 	"github.com/dsh-acp/dsh-acp/internal/keystore"
 )
 
@@ -196,26 +196,26 @@ func TestConfigCommand(t *testing.T) {
 // later, can be set in the file (bar the few that are one run's choice).
 func TestEveryFlagIsAKey(t *testing.T) {
 	t.Parallel()
-	fs := execFlags(&config{}, noEnvAt)
 	var file strings.Builder
 	n := 0
-	fs.VisitAll(func(f *flag.Flag) {
-		if notSettable[f.Name] {
-			return
+	for _, st := range (&config{}).table() {
+		if st.OneRun {
+			continue
 		}
 		n++
-		switch {
-		case repeatable(f):
-			file.WriteString(f.Name + " = []\n")
-		case isBoolFlag(f):
-			file.WriteString(f.Name + " = " + f.DefValue + "\n")
-		case wantKind(f) != "string":
-			// A number is written as one.
-			file.WriteString(f.Name + " = " + f.DefValue + "\n")
+		def := execFlagSet().Lookup(st.Name).DefValue
+		switch st.TOMLKind() {
+		case "string":
+			if st.Kind == settings.List {
+				file.WriteString(st.Name + " = []\n")
+			} else {
+				file.WriteString(st.Name + " = " + tomlString(def) + "\n")
+			}
 		default:
-			file.WriteString(f.Name + " = " + tomlString(f.DefValue) + "\n")
+			// A number or a switch is written as one.
+			file.WriteString(st.Name + " = " + def + "\n")
 		}
-	})
+	}
 	getenv, _ := configEnv(t, file.String(), nil)
 	if _, err := parseExec([]string{"hi"}, getenv); err != nil {
 		t.Fatalf("a file of every flag at its default: %v\n%s", err, file.String())
@@ -327,6 +327,31 @@ func TestConfigErrorBlamesTheRightPlace(t *testing.T) {
 	}
 }
 
+// TestConfigErrorBlamesWhatSetIt: a refused value is blamed on the line
+// that set the setting whose check refused it, every time, although its
+// message names another setting the file sets too; a check whose fix is
+// another setting's names that one's line.
+func TestConfigErrorBlamesWhatSetIt(t *testing.T) {
+	t.Parallel()
+	getenv, path := configEnv(t, "max-timeout = \"1m\"\ntimeout = \"5m\"\n", nil)
+	want := "--timeout 5m0s is above --max-timeout 1m0s (set in " + path + ":2)\n"
+	// The old reading searched a map of the file's lines for a flag the
+	// message names: line 1 or line 2 by the map's order.
+	for range 16 {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"exec", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+		if code != 2 || !strings.HasPrefix(errb.String(), "dsh-acp exec: "+want) {
+			t.Fatalf("exit %d, stderr %q, want it to start %q", code, errb.String(), want)
+		}
+	}
+	getenv, path = configEnv(t, "sandbox = \"off\"\n", nil)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--default-mode", "sandbox"}, nil, &out, &errb, getenv)
+	if want := "drop --sandbox off (set in " + path + ":1)"; code != 2 || !strings.Contains(errb.String(), want) {
+		t.Errorf("--default-mode sandbox over the file's sandbox = off: exit %d, stderr %q, want %q", code, errb.String(), want)
+	}
+}
+
 // TestConfigCommandShowsEffectiveDefaults: a setting left to its default
 // shows what a run would use (the endpoint, the model, the store), not "".
 func TestConfigCommandShowsEffectiveDefaults(t *testing.T) {
@@ -380,11 +405,12 @@ func TestEnvErrorNamesTheVariable(t *testing.T) {
 	if code := run(context.Background(), []string{"exec", "--executor", "k9s", "--script", "x", "hi"}, nil, &out, &errb, getenv); code != 2 || strings.Contains(errb.String(), "DSH_EXECUTOR") {
 		t.Errorf("--executor k9s over DSH_EXECUTOR: exit %d, stderr %q (the flag is at fault)", code, errb.String())
 	}
-	fs := execFlags(&config{}, noEnvAt)
+	table := (&config{}).table()
 	for _, name := range []string{"base-url", "model", "thinking", "state-dir", "executor", "docker-image", "docker-helper"} {
-		f := fs.Lookup(name)
-		if f == nil || !strings.Contains(f.Usage, "env "+envName(name)) {
-			t.Errorf("--%s: its usage does not name %s", name, envName(name))
+		st := table.Lookup(name)
+		want := "DSH_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if st == nil || st.Env != want || !strings.Contains(st.Usage, "env "+want) {
+			t.Errorf("--%s: its variable is not %s, or its usage does not name it", name, want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/docker"
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 )
 
 // dockerConfig is what --executor docker needs.
@@ -19,7 +20,7 @@ type dockerConfig struct {
 	image    string
 	network  string
 	helper   string
-	read     stringList
+	read     []string
 }
 
 // executorKind is the executor commands run in: --executor, or docker under
@@ -43,7 +44,7 @@ func (c *dockerConfig) validate(kind string) error {
 		}
 		for _, p := range c.read {
 			if !filepath.IsAbs(p) {
-				return fmt.Errorf("--docker-read needs an absolute path, got %q", p)
+				return settings.Because("docker-read", fmt.Errorf("--docker-read needs an absolute path, got %q", p))
 			}
 		}
 	default:

@@ -49,7 +49,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
-		return fail(2, cfg.where(err))
+		return fail(2, cfg.blame("log-file", err))
 	}
 	defer closeLog()
 	a, err := newApp(cfg, log)
@@ -109,11 +109,13 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // exit code tells a usage error (2) from the store's state (1).
 func execInputs(cfg *config) ([]acpsdk.McpServer, int, error) {
 	servers, err := loadMCPConfig(cfg.mcpConfig)
-	if err == nil && cfg.cont {
-		cfg.resume, err = newestSession(cfg)
-	}
 	if err != nil {
-		return nil, 2, cfg.where(err)
+		return nil, 2, cfg.blame("mcp-config", err)
+	}
+	if cfg.cont {
+		if cfg.resume, err = newestSession(cfg); err != nil {
+			return nil, 2, err
+		}
 	}
 	if cfg.resume != "" && !cfg.cont {
 		// Not there, or ambiguous: the store's state, not a usage error.

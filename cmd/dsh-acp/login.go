@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/executor"
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 	"github.com/dsh-acp/dsh-acp/internal/keystore"
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
 )
@@ -130,23 +130,21 @@ Flags:
 // with "login" added), config.toml and the environment, so the endpoint is
 // the one the agent uses.
 func loginConfig(name string, args []string, getenv env, stdout, stderr io.Writer) (*config, int, bool) {
-	cfg := &config{getenv: getenv}
-	l, err := layer(func(cfg *config, getenv env) *flag.FlagSet { return newFlagSet(name, cfg, getenv) }, cfg, getenv)
-	var rest []string
+	cfg, err := readSettings(settings.Request{Name: name, Header: loginUsage, Args: args, Getenv: getenv, NoChecks: true}, func(rest []string) error {
+		if len(rest) > 0 {
+			return fmt.Errorf("unexpected argument %q: %s takes flags only", rest[0], strings.TrimPrefix(name, "dsh-acp "))
+		}
+		return nil
+	})
 	if err == nil {
-		rest, err = parseFlags(l.fs, loginUsage, args)
+		err = cfg.blame("base-url", checkBaseURL(cfg.baseURL))
 	}
-	if err == nil && len(rest) > 0 {
-		err = fmt.Errorf("unexpected argument %q: %s takes flags only", rest[0], strings.TrimPrefix(name, "dsh-acp "))
-	}
-	if err == nil {
-		err = l.explain(checkBaseURL(cfg.baseURL))
-	}
-	var help *helpError
+	var help *settings.HelpError
 	if errors.As(err, &help) {
 		// Only the flags that matter here; the rest are accepted (an
 		// editor's sign-in passes its whole command line) and ignored.
-		err = &helpError{text: usageOnly(loginUsage, l.fs, "base-url") +
+		only := (&config{}).table().For("").FlagSet(name)
+		err = &settings.HelpError{Text: settings.UsageOnly(loginUsage, only, "base-url") +
 			"Every other flag of dsh-acp is accepted too, and ignored: an editor's sign-in\nruns the agent's own command line with login added.\n"}
 	}
 	if code, done := settle(cfg, err, name, stdout, stderr); done {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/agent/openai"
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 	"github.com/dsh-acp/dsh-acp/internal/keystore"
 	"github.com/dsh-acp/dsh-acp/internal/mockllm"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
@@ -259,7 +260,7 @@ func TestSubcommandsReadConfigFile(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(filepath.Dir(keyPath), configFileName), []byte(conf), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(filepath.Dir(keyPath), settings.FileName), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx := testutil.Context(t)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor/docker"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 )
 
 // useWatchdog: the program (not a test building the app in-process) runs
@@ -175,10 +176,10 @@ func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 // a bad flag (to stderr, exit 2), or --version — the one line a person
 // asked for, with no protocol being served.
 func settle(cfg *config, err error, prefix string, stdout, stderr io.Writer) (code int, done bool) {
-	var help *helpError
+	var help *settings.HelpError
 	switch {
 	case errors.As(err, &help):
-		fmt.Fprint(stdout, help.text)
+		fmt.Fprint(stdout, help.Text)
 		return 0, true
 	case err != nil:
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", prefix, err, prefix)
@@ -195,7 +196,7 @@ func settle(cfg *config, err error, prefix string, stdout, stderr io.Writer) (co
 func serve(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr io.Writer) error {
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
-		return cfg.where(err)
+		return cfg.blame("log-file", err)
 	}
 	defer closeLog()
 	defer log.Sync() //nolint:errcheck // nothing to do if the log sink fails at exit

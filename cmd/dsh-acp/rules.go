@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 	"github.com/dsh-acp/dsh-acp/permission/project"
 )
 
@@ -35,7 +36,7 @@ func runRules(_ context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		return 2
 	}
 	fs.StringVar(&cfg.stateDir, "state-dir", stateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
-	rest, err := parseFlags(fs, rulesUsage, args)
+	rest, err := settings.ParseArgs(fs, rulesUsage, usageFooter, args)
 	n := 0
 	if err == nil {
 		n, err = rulesArgs(rest)

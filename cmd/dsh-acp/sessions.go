@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	settings "github.com/dsh-acp/dsh-acp/internal/config"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -50,7 +51,7 @@ func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr i
 	asJSON := fs.Bool("json", false, "list as a JSON array")
 	idsOnly := fs.Bool("ids", false, "list the ids only, one a line")
 	olderThan := fs.Duration("older-than", 0, "prune: delete the sessions last updated longer ago than this `DURATION` (72h)")
-	rest, err := parseFlags(fs, sessionsUsage, args)
+	rest, err := settings.ParseArgs(fs, sessionsUsage, usageFooter, args)
 	if err == nil {
 		err = checkSessionsArgs(rest, *olderThan)
 	}

@@ -61,6 +61,9 @@ var forbidden = map[string][]string{
 	"internal/untrusted": {module},
 	// The stored keys: a leaf under the command, over untrusted reads.
 	"internal/keystore": {module},
+	// The settings table's mechanism knows nothing of the agent's
+	// behaviour: the command states the settings and wires the values.
+	"internal/config": {module},
 }
 
 // allowed are the exceptions to forbidden: what a package may import
@@ -72,6 +75,7 @@ var allowed = map[string][]string{
 	"internal/testutil": {module + "executor/proctab"},
 	"changes":           {module + "internal/untrusted"},
 	"internal/keystore": {module + "internal/untrusted"},
+	"internal/config":   {module + "internal/untrusted"},
 }
 
 // forbiddenImports maps a package to packages it must not import directly
