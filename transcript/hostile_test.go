@@ -44,7 +44,8 @@ func TestHostileInputOverTheBinary(t *testing.T) {
 	cmd.Dir = root
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(root, "home"), "TMPDIR=" + filepath.Join(root, "tmp"), "GORACE=halt_on_error=1"}
 	cmd.SysProcAttr = dieWithParent()
-	var stderr bytes.Buffer
+	// Written by exec's copier while diag may read it.
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -59,9 +59,10 @@ func (sess *Session) PutImage(data []byte) (string, error) {
 	ref := hex.EncodeToString(sum[:])
 	dir := sess.store.imagesDir(sess.id)
 	path := filepath.Join(dir, ref)
-	// Lstat: a link or FIFO planted under the image's name is not the
-	// image; the rename below replaces it.
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+	// Kept already only if what is there is the image: a link, a FIFO or
+	// other bytes planted under its name are not, and the rename below
+	// replaces them.
+	if _, err := sess.ReadImage(ref); err == nil {
 		return ref, nil
 	}
 	if err := privateDir(dir); err != nil {
@@ -111,5 +112,13 @@ func (sess *Session) ReadImage(ref string) ([]byte, error) {
 	if len(data) > MaxImageBytes {
 		return nil, fmt.Errorf("read image: over %d bytes", MaxImageBytes)
 	}
+	// The name is the bytes' hash: other bytes under it were not stored
+	// by PutImage.
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != ref {
+		return nil, fmt.Errorf("read image %s: %w", ref[:12], ErrImageChanged)
+	}
 	return data, nil
 }
+
+// ErrImageChanged is a stored image whose bytes are not the ones stored.
+var ErrImageChanged = errors.New("the file's bytes are not the image stored under its name")

@@ -397,6 +397,25 @@ func TestImageFilesNeverTrusted(t *testing.T) {
 	}
 	check()
 
+	// Other bytes planted under an image's name, as a regular file: not
+	// read as the image, and replaced when it is stored (without the fix:
+	// PutImage kept them, and every load sent them to the model).
+	other := []byte("another real image")
+	osum := sha256.Sum256(other)
+	oref := hex.EncodeToString(osum[:])
+	if err := os.WriteFile(filepath.Join(dir, oref), []byte("planted"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.ReadImage(oref); !errors.Is(err, store.ErrImageChanged) {
+		t.Errorf("planted bytes read as the image: %v", err)
+	}
+	if got, err := sess.PutImage(other); err != nil || got != oref {
+		t.Fatalf("PutImage over planted bytes = %q, %v", got, err)
+	}
+	if data, err := sess.ReadImage(oref); err != nil || string(data) != string(other) {
+		t.Errorf("ReadImage = %q, %v; want the image", data, err)
+	}
+
 	// The whole directory a link: nothing read or written through it.
 	elsewhere := t.TempDir()
 	if err := os.Rename(dir, filepath.Join(elsewhere, "moved")); err != nil {
