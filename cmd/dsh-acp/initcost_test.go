@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,12 +23,6 @@ import (
 // name it here with its reason. A listed package that no longer crosses it
 // fails too, so the list says what is true.
 var initHeavy = map[string]string{
-	// github.com/moby/moby/client imports it unconditionally (for image
-	// pulls): its regular expressions are compiled at init. No version of
-	// the client (v0.2.1–v0.6.3) builds without it.
-	"github.com/distribution/reference": "the container client (moby/moby/client)",
-	// The same: digests' regular expressions, for the client and its API types.
-	"github.com/opencontainers/go-digest": "the container client (moby/moby/client, moby/moby/api)",
 	// Reflection over its Schema type, at init.
 	"github.com/google/jsonschema-go/jsonschema": "the MCP SDK (modelcontextprotocol/go-sdk/mcp)",
 	// Registers its basic types.
@@ -37,9 +32,14 @@ var initHeavy = map[string]string{
 const (
 	initHeavyBytes = 16 << 10
 	// initBudgetBytes bounds the heap allocated by all packages' init
-	// together: 0.75 MB now (0.93 MB with the seccomp library's system-call
-	// tables, which this budget keeps out).
-	initBudgetBytes = 800 << 10
+	// together: 0.24 MB now (0.76 MB with moby's container client, whose
+	// image-reference and digest regular expressions were compiled at
+	// init; 0.93 MB with the seccomp library's system-call tables too).
+	initBudgetBytes = 300 << 10
+	// dockerInitBytes bounds the init of what executor/docker links that
+	// the executor does not (archive/tar's 760 bytes today): every process
+	// pays it, whether or not a container is ever made.
+	dockerInitBytes = 2 << 10
 )
 
 // TestInitCost runs the real binary with the runtime's init trace and holds
@@ -70,10 +70,42 @@ func TestInitCost(t *testing.T) {
 			t.Errorf("initHeavy lists %s, which now allocates %d bytes at initialisation (linked: %v): take it off the list", pkg, n, ok)
 		}
 	}
+	docker := 0
+	for _, pkg := range dockerOnly(t) {
+		docker += allocs[pkg]
+	}
+	if docker > dockerInitBytes {
+		t.Errorf("what only executor/docker links allocates %d bytes at initialisation, in every process of the binary (the zygote and the watchdog too): over %d", docker, dockerInitBytes)
+	}
 	if total > initBudgetBytes {
 		t.Errorf("package initialisation allocates %d bytes in all, over the budget of %d", total, initBudgetBytes)
 	}
 	t.Logf("package initialisation: %d packages, %d bytes", len(allocs), total)
+}
+
+// dockerOnly are the packages the binary links for executor/docker alone:
+// its dependencies that the executor (which every process of the binary
+// runs) does not have.
+func dockerOnly(t *testing.T) []string {
+	t.Helper()
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	base := deps("github.com/dsh-acp/dsh-acp/executor")
+	var only []string
+	for _, p := range deps("github.com/dsh-acp/dsh-acp/executor/docker") {
+		if !slices.Contains(base, p) {
+			only = append(only, p)
+		}
+	}
+	if len(only) < 2 {
+		t.Fatalf("executor/docker links %q beyond the executor: not what this test expects", only)
+	}
+	return only
 }
 
 // initAllocs reads an init trace: lines such as

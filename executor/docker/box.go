@@ -19,10 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/client"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
@@ -55,7 +52,7 @@ type box struct {
 	cancel context.CancelFunc
 	err    error
 	id     string
-	conn   client.HijackedResponse
+	conn   hijacked
 	fw     *frameWriter
 	done   chan struct{} // closed when the tether is cut: no helper any more
 
@@ -104,8 +101,8 @@ func (b *box) make(ctx context.Context) error {
 	if err := b.d.guardSocket(cfg.HostConfig.Mounts); err != nil {
 		return err
 	}
-	res, err := b.d.cli.ContainerCreate(ctx, cfg)
-	if cerrdefs.IsNotFound(err) {
+	id, err := b.d.cli.createContainer(ctx, cfg)
+	if notFound(err) {
 		// As `docker run` does: pull a missing image once, then create.
 		if perr := b.d.pull(b.life); perr != nil {
 			return perr
@@ -115,12 +112,12 @@ func (b *box) make(ctx context.Context) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(b.life, createTimeout)
 		defer cancel()
-		res, err = b.d.cli.ContainerCreate(ctx, cfg)
+		id, err = b.d.cli.createContainer(ctx, cfg)
 	}
 	if err != nil {
 		return b.d.explain(err, b.root)
 	}
-	b.id = res.ID
+	b.id = id
 	err = b.boot(ctx)
 	if err != nil {
 		b.remove()
@@ -134,13 +131,13 @@ func (b *box) boot(ctx context.Context) error {
 	if err := b.copyHelper(ctx); err != nil {
 		return fmt.Errorf("docker: put the helper into the container: %w", err)
 	}
-	att, err := b.d.cli.ContainerAttach(ctx, b.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	att, err := b.d.cli.attach(ctx, b.id)
 	if err != nil {
 		return fmt.Errorf("docker: attach to the container: %w", err)
 	}
-	b.conn = att.HijackedResponse
+	b.conn = att
 	b.fw = newFrameWriter(b.conn.Conn)
-	if _, err := b.d.cli.ContainerStart(ctx, b.id, client.ContainerStartOptions{}); err != nil {
+	if err := b.d.cli.startContainer(ctx, b.id); err != nil {
 		b.conn.Close()
 		return fmt.Errorf("docker: start the container: %w", b.d.explain(err, b.root))
 	}
@@ -150,7 +147,7 @@ func (b *box) boot(ctx context.Context) error {
 // config is the session's container: the helper as its main process under
 // the engine's init, stdin open once (the tether), the session's directory
 // at its own path, the user's uid:gid, removed by the engine when it ends.
-func (b *box) config() client.ContainerCreateOptions {
+func (b *box) config() createRequest {
 	labels := map[string]string{labelAgent: b.d.agent, labelSession: b.owner}
 	for k, v := range b.d.opts.Labels {
 		labels[k] = v
@@ -169,34 +166,32 @@ func (b *box) config() client.ContainerCreateOptions {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: b.spill, Target: b.spill, ReadOnly: true})
 	}
 	init := true
-	host := &container.HostConfig{
+	host := hostConfig{
 		// The tether carries every byte of output: the engine's log
 		// driver would keep a second copy on its disk (json-file: 1 GiB
 		// of output is gigabytes of JSON) and slow the stream tenfold.
-		LogConfig:   container.LogConfig{Type: "none"},
+		LogConfig:   logConfig{Type: "none"},
 		AutoRemove:  true,
 		Init:        &init,
 		Mounts:      mounts,
 		SecurityOpt: []string{"no-new-privileges"},
 	}
 	if b.d.opts.Network != "" {
-		host.NetworkMode = container.NetworkMode(b.d.opts.Network)
+		host.NetworkMode = b.d.opts.Network
 	}
-	return client.ContainerCreateOptions{
-		Image: b.d.opts.Image,
-		Config: &container.Config{
-			User:         strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()),
-			AttachStdin:  true,
-			AttachStdout: true,
-			AttachStderr: true,
-			OpenStdin:    true,
-			StdinOnce:    true,
-			WorkingDir:   b.root,
-			Entrypoint:   []string{helperDir + "/dsh-acp"},
-			Cmd:          []string{HelperMode, "--grace", b.d.opts.KillGrace.String()},
-			Labels:       labels,
-		},
-		HostConfig: host,
+	return createRequest{
+		Image:        b.d.opts.Image,
+		User:         strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()),
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		WorkingDir:   b.root,
+		Entrypoint:   []string{helperDir + "/dsh-acp"},
+		Cmd:          []string{HelperMode, "--grace", b.d.opts.KillGrace.String()},
+		Labels:       labels,
+		HostConfig:   host,
 	}
 }
 
@@ -228,7 +223,7 @@ func (b *box) copyHelper(ctx context.Context) error {
 		}
 		pw.CloseWithError(err)
 	}()
-	_, err = b.d.cli.CopyToContainer(ctx, b.id, client.CopyToContainerOptions{DestinationPath: "/", Content: pr})
+	err = b.d.cli.copyTo(ctx, b.id, "/", pr)
 	_ = pr.CloseWithError(errors.New("copy ended"))
 	return err
 }
@@ -243,11 +238,7 @@ func (d *Confiner) pull(life context.Context) error {
 	ctx, cancel := context.WithTimeout(life, pullTimeout)
 	defer cancel()
 	d.logger.Info("pulling the image", zap.String("image", d.opts.Image))
-	resp, err := d.cli.ImagePull(ctx, d.opts.Image, client.ImagePullOptions{})
-	if err == nil {
-		err = resp.Wait(ctx)
-	}
-	if err != nil {
+	if err := d.cli.pullImage(ctx, d.opts.Image); err != nil {
 		return fmt.Errorf("docker: image %s is not on the engine (%s) and could not be pulled (a private registry's: pull it there with the docker CLI first): %w", d.opts.Image, d.host, err)
 	}
 	return nil
@@ -287,9 +278,9 @@ func (d *Confiner) explain(err error, root string) error {
 			return fmt.Errorf("docker: the session's directory %s does not exist on the Docker engine's host (%s): commands run in the engine host's files, so the project must be on a file system both share (syncing a tree to a remote engine is not supported yet)", root, d.host)
 		}
 		return fmt.Errorf("docker: the engine (%s) cannot see the session's directory %s: it runs where that path does not exist (another host, a VM or a mount namespace); the project must be on a file system both share", d.host, root)
-	case cerrdefs.IsNotFound(err) && strings.Contains(msg, "image"):
+	case notFound(err) && strings.Contains(msg, "image"):
 		return fmt.Errorf("docker: image %s not found on the engine (%s): pull or build it there first: %w", d.opts.Image, d.host, err)
-	case client.IsErrConnectionFailed(err):
+	case connFailed(err):
 		return fmt.Errorf("docker: the engine at %s does not answer (is it running? DOCKER_HOST chooses another): %w", d.host, err)
 	}
 	return fmt.Errorf("docker: %w", err)
@@ -540,22 +531,17 @@ func (b *box) end() {
 func (b *box) removed() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w := b.d.cli.ContainerWait(ctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
-	select {
-	case <-w.Result:
-		return true
-	case err := <-w.Error:
-		// Gone before the wait began: as good.
-		return cerrdefs.IsNotFound(err)
-	}
+	err := b.d.cli.waitRemoved(ctx, b.id)
+	// Gone before the wait began: as good.
+	return err == nil || notFound(err)
 }
 
 // remove removes the container by force; gone already is fine.
 func (b *box) remove() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := b.d.cli.ContainerRemove(ctx, b.id, client.ContainerRemoveOptions{Force: true})
-	if err != nil && !cerrdefs.IsNotFound(err) && !removing(err) {
+	err := b.d.cli.removeContainer(ctx, b.id)
+	if err != nil && !notFound(err) && !removing(err) {
 		b.logger.Warn("remove session container", zap.String("container", shortID(b.id)), zap.Error(err))
 	}
 }

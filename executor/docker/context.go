@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/moby/moby/client"
-
 	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
@@ -80,19 +78,6 @@ func currentContext(getenv func(string) string) (c dockerContext, ok bool, err e
 		c.tls = tls
 	}
 	return c, true, nil
-}
-
-// tlsOpt configures the client with the context's TLS files (those that
-// are there: a CA alone verifies the engine, a key pair authenticates us).
-func (c dockerContext) tlsOpt() client.Opt {
-	file := func(name string) string {
-		p := filepath.Join(c.tls, name)
-		if _, err := os.Stat(p); err != nil {
-			return ""
-		}
-		return p
-	}
-	return client.WithTLSClientConfig(file("ca.pem"), file("cert.pem"), file("key.pem"))
 }
 
 // configContext is the currentContext of the docker CLI's config file; ""

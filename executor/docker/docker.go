@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moby/moby/client"
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -84,7 +83,7 @@ type Options struct {
 // Confiner is the executor's Confiner over a Docker Engine.
 type Confiner struct {
 	opts   Options
-	cli    *client.Client
+	cli    *engine
 	host   string // the engine's address, as the user gave it
 	remote bool   // the engine is on another host: no spill mount
 	agent  string
@@ -137,34 +136,26 @@ func NewConfiner(opts Options) (*Confiner, error) {
 	if err != nil {
 		return nil, err
 	}
-	clientOpts := []client.Opt{client.WithTLSClientConfigFromEnv(), client.WithAPIVersionFromEnv()}
-	shown := host
+	cfg := engineConfig{host: host, getenv: opts.Getenv}
 	if strings.HasPrefix(host, "ssh://") {
 		dial, err := newSSHDialer(host, opts.SSH)
 		if err != nil {
 			return nil, err
 		}
-		// The address only names the requests; the dialer connects.
-		clientOpts = append(clientOpts, client.WithHost("http://docker.example.com"), client.WithDialContext(dial.dial))
+		cfg.sshDial = dial.dial
 	} else if host != "" {
-		clientOpts = append(clientOpts, client.WithHost(host))
-		if fromContext.tls != "" {
-			clientOpts = append(clientOpts, fromContext.tlsOpt())
-		}
+		cfg.tlsDir = fromContext.tls
 	}
-	cli, err := client.New(clientOpts...)
+	cli, err := newEngine(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("docker: engine address: %w", err)
-	}
-	if shown == "" {
-		shown = cli.DaemonHost()
 	}
 	hostname, _ := os.Hostname()
 	return &Confiner{
 		opts:   opts,
 		cli:    cli,
-		host:   shown,
-		remote: isRemote(shown),
+		host:   cli.host,
+		remote: isRemote(cli.host),
 		agent:  hostname + "/" + strconv.Itoa(os.Getpid()),
 		logger: opts.Logger,
 		boxes:  map[boxKey]*box{},
@@ -176,7 +167,7 @@ func NewConfiner(opts Options) (*Confiner, error) {
 // (returned too, for its TLS files), else "" (the default socket).
 func engineHost(host string, getenv func(string) string) (string, dockerContext, error) {
 	if host == "" {
-		host = getenv(client.EnvOverrideHost)
+		host = getenv("DOCKER_HOST")
 	}
 	if host != "" {
 		return host, dockerContext{}, nil
@@ -298,11 +289,11 @@ func (d *Confiner) imagePATH() string {
 		d.path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		img, err := d.cli.ImageInspect(ctx, d.opts.Image)
-		if err != nil || img.Config == nil {
+		env, err := d.cli.imageEnv(ctx, d.opts.Image)
+		if err != nil {
 			return
 		}
-		for _, kv := range img.Config.Env {
+		for _, kv := range env {
 			if p, ok := strings.CutPrefix(kv, "PATH="); ok {
 				d.path = p
 			}
@@ -364,5 +355,6 @@ func (d *Confiner) Close() error {
 		}()
 	}
 	d.wg.Wait()
-	return d.cli.Close()
+	d.cli.close()
+	return nil
 }

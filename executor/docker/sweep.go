@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/client"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
@@ -21,26 +19,23 @@ import (
 // is known dead; another host's are that host's business. It returns how
 // many it removed.
 func (d *Confiner) Sweep(ctx context.Context) (int, error) {
-	res, err := d.cli.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", labelAgent),
-	})
+	res, err := d.cli.listContainers(ctx, labelAgent)
 	if err != nil {
 		return 0, d.explain(err, "")
 	}
 	host, _ := os.Hostname()
 	n := 0
 	var errs []error
-	for _, c := range res.Items {
+	for _, c := range res {
 		if !agentGone(c.Labels[labelAgent], host) {
 			continue
 		}
-		_, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		err := d.cli.removeContainer(ctx, c.ID)
 		if removing(err) {
 			// Another agent that started beside this one sweeps too.
 			continue
 		}
-		if err != nil && !cerrdefs.IsNotFound(err) {
+		if err != nil && !notFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
 			continue
 		}
