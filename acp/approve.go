@@ -45,56 +45,31 @@ const (
 // asking anyone: the client refused because no person could be asked.
 const unattendedMeta = "unattended"
 
-// approver asks before a call runs, from the call's approval subject alone:
-// --deny rules veto, mode sandbox passes commands confined, --allow rules
-// and "always" answers pass, mode auto passes, everything else asks the
-// editor. A call without a subject (the
-// task tools: they touch only the session's own tasks; arguments that will
-// not run) never asks.
+// approver asks before a call runs when permission.Decide says so: the
+// decision reads the call's approval subject alone.
 func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agent.Approver {
 	return agent.ApproverFunc(func(ctx context.Context, call agent.CallInfo) (agent.Approval, error) {
 		sub := call.Call.Subject
-		var d permission.Decision
-		switch sub.Kind {
-		case tools.NoApproval:
-			return agent.Approval{Allowed: true}, nil
-		case tools.ShellCommand:
-			d = a.opts.Rules.Check(sub.Text, a.remembered(s, log))
-		case tools.ToolKey:
-			d = a.opts.Rules.CheckKey(sub.Text, a.remembered(s, log))
-		case tools.FileRead, tools.FileWrite:
-			d = a.opts.Rules.CheckFile(fileScheme(sub), sub.Text, a.remembered(s, log))
-		default:
-			// A subject no rule can read is asked in every mode, and
-			// "always" is not offered for it.
-			log.Warn("unknown approval subject", zap.Stringer("kind", sub.Kind))
-			return a.ask(ctx, s, conn, call, nil, nil, "", log)
-		}
 		// The mode is read once: it decides both whether to ask and
-		// whether the call runs confined. Ask runs what the user (or a
-		// rule) allowed unconfined; Auto in sandbox runs every command
-		// confined without asking; Full access runs it all unconfined.
-		// An MCP tool cannot be confined (its server is the editor's): in
-		// Auto in sandbox it is asked as in Ask.
-		switch mode := s.Mode(); {
-		case d.Verdict == permission.Deny:
-			log.Info("call denied by rule", zap.String("rule", d.Rule))
-			return agent.Approval{Message: fmt.Sprintf("Error: permission denied: the %s matches the deny rule %q; it was not run", deniedWhat(sub), d.Rule)}, nil
-		case mode == sessions.ModeSandbox && (sub.Kind == tools.ShellCommand || sub.Kind == tools.FileRead || sub.Kind == tools.FileWrite):
-			// A file tool's operations get the policy a confined
-			// command gets.
+		// whether the call runs confined.
+		ans := permission.Decide(permission.Question{
+			Mode: s.Mode(), Rules: a.opts.Rules, Remembered: a.remembered(s, log), Subject: sub, Cwd: s.Cwd,
+			ReadOnly: sub.Kind == tools.ToolKey && a.opts.MCP.AllowReadOnly && mcpOf(s) != nil && mcpOf(s).readOnly(call),
+		})
+		switch ans.Action {
+		case permission.Refuse:
+			log.Info("call denied by rule", zap.String("rule", ans.Rule))
+			return agent.Approval{Message: ans.Message}, nil
+		case permission.RunSandboxed:
 			return agent.Approval{Allowed: true, Sandboxed: true}, nil
-		case d.Verdict == permission.Allow, mode == sessions.ModeAuto:
-			return agent.Approval{Allowed: true}, nil
-		case sub.Kind == tools.FileRead && sub.Inside:
-			// Reading the session's own directory is what it is for.
-			return agent.Approval{Allowed: true}, nil
-		case sub.Kind == tools.ToolKey && a.opts.MCP.AllowReadOnly && mcpOf(s) != nil && mcpOf(s).readOnly(call):
-			log.Info("read-only mcp tool allowed", zap.String("tool", sub.Text))
+		case permission.Run:
 			return agent.Approval{Allowed: true}, nil
 		}
-		keys, name, note := always(s, sub)
-		return a.ask(ctx, s, conn, call, keys, name, note, log)
+		if ans.Unknown {
+			log.Warn("unknown approval subject", zap.Stringer("kind", sub.Kind))
+		}
+		name, note := alwaysNames(s.Cwd, sub, ans.Keys, ans.Plain)
+		return a.ask(ctx, s, conn, call, ans.Keys, name, note, log)
 	})
 }
 
@@ -117,59 +92,29 @@ func (a *Agent) remembered(s *sessions.Session, log *zap.Logger) map[string]bool
 	return keys
 }
 
-// deniedWhat names the subject in a deny message.
-func deniedWhat(sub tools.Subject) string {
+// alwaysNames are an "always" option's name for a scope, and a note that
+// says in full what the name says short, for the keys an "always" answer
+// about sub remembers (permission.Answer.Keys and Plain). "plain" in the
+// name says that this very line will still be asked next time (remembered
+// keys never pass assignments, file writes or substitutions), and the
+// note says why. An editor shows an option's name on one line, so the name
+// shows at most maxSubjectRunes of what it remembers; the note, empty when
+// the name says it all, names every key.
+func alwaysNames(cwd string, sub tools.Subject, keys []string, plainLine bool) (name func(scope string) string, note string) {
 	switch sub.Kind {
-	case tools.ShellCommand:
-		return "command"
-	case tools.FileRead, tools.FileWrite:
-		return "path " + sub.Text
-	}
-	return "tool call"
-}
-
-// fileScheme is the rules' scheme of a file tool's subject.
-func fileScheme(sub tools.Subject) string {
-	if sub.Kind == tools.FileWrite {
-		return permission.EditScheme
-	}
-	return permission.ReadScheme
-}
-
-// always is what an "always" answer remembers (its keys), the option's
-// name for a scope, and a note that says in full what the name says short.
-// For a command line the keys are its programs; "plain" in the name says
-// that this very line will still be asked next time (remembered keys never
-// pass assignments, file writes or substitutions), and the note says why.
-// (A file tool's answer remembers a directory, and says which.)
-// An editor shows an option's name on one line, so the name shows at most
-// maxSubjectRunes of what it remembers; the note, empty when the name says
-// it all, names every key. No keys: no "always" option.
-func always(s *sessions.Session, sub tools.Subject) (keys []string, name func(scope string) string, note string) {
-	switch {
-	case sub.Kind == tools.FileWrite && sub.Inside:
-		return []string{permission.FilePattern(permission.EditScheme, s.Cwd)}, func(scope string) string {
-			return "Always allow edits in `" + s.Cwd + "` in this " + scope
-		}, ""
-	case sub.Kind == tools.FileWrite:
-		// An edit outside the session's directory is asked each time.
-		return nil, nil, ""
-	case sub.Kind == tools.FileRead:
-		return []string{permission.FilePattern(permission.ReadScheme, sub.Dir)}, func(scope string) string {
-			return "Always allow reading `" + sub.Dir + "` in this " + scope
-		}, ""
-	}
-	if sub.Kind == tools.ToolKey {
-		shown, whole := subjectList([]string{sub.Text})
+	case tools.FileWrite:
+		return func(scope string) string { return "Always allow edits in `" + cwd + "` in this " + scope }, ""
+	case tools.FileRead:
+		return func(scope string) string { return "Always allow reading `" + sub.Dir + "` in this " + scope }, ""
+	case tools.ToolKey:
+		shown, whole := subjectList(keys)
 		if !whole {
 			note = "“Always” remembers the tool `" + sub.Text + "`."
 		}
-		return []string{sub.Text}, func(scope string) string { return "Always allow " + shown + " in this " + scope }, note
+		return func(scope string) string { return "Always allow " + shown + " in this " + scope }, note
 	}
-	keys = permission.Keys(sub.Text)
 	plain := ""
-	if len(keys) == 0 {
-		keys = permission.Programs(sub.Text)
+	if plainLine {
 		plain = "plain "
 	}
 	shown, whole := subjectList(keys)
@@ -179,7 +124,7 @@ func always(s *sessions.Session, sub tools.Subject) (keys []string, name func(sc
 	case !whole:
 		note = "“Always” remembers " + backticked(keys) + " commands."
 	}
-	return keys, func(scope string) string { return "Always allow " + plain + shown + " commands in this " + scope }, note
+	return func(scope string) string { return "Always allow " + plain + shown + " commands in this " + scope }, note
 }
 
 // maxSubjectRunes bounds what an "always" option's name shows of its keys:

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -36,25 +37,15 @@ var (
 	ErrSuperseded = errors.New("turn superseded by a newer prompt")
 )
 
-// Mode is a session's permission mode.
-type Mode string
+// Mode is a session's permission mode (permission decides what it means).
+type Mode = permission.Mode
 
+// The modes, as permission names them.
 const (
-	// ModeAsk asks before each command unless a rule allows it; what
-	// runs, runs unconfined (the user saw it, or a rule named it).
-	ModeAsk Mode = "ask"
-	// ModeSandbox runs commands without asking, confined to the sandbox
-	// (deny rules still apply). Offered only where the sandbox is
-	// (Options.Sandbox).
-	ModeSandbox Mode = "sandbox"
-	// ModeAuto (Full access) runs commands without asking and unconfined
-	// (deny rules still apply). The id predates ModeSandbox and is kept so
-	// that settings users wrote keep their meaning.
-	ModeAuto Mode = "auto"
+	ModeAsk     = permission.ModeAsk
+	ModeSandbox = permission.ModeSandbox
+	ModeAuto    = permission.ModeAuto
 )
-
-// Valid reports whether m is a known mode.
-func (m Mode) Valid() bool { return m == ModeAsk || m == ModeAuto || m == ModeSandbox }
 
 // Options configure a Registry.
 type Options struct {
