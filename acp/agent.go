@@ -1,7 +1,8 @@
 // Package acp is the Agent Client Protocol surface of dsh-acp. It only
-// translates: requests become calls on the session registry and the agent
-// loop; agent events become session/update notifications; permission
-// questions become session/request_permission requests.
+// translates: requests become calls on the session registry and the turn
+// runner (package turn, which runs the turn and decides what it does);
+// agent events become session/update notifications; the questions the
+// turn asks the user become session/request_permission requests.
 package acp
 
 import (
@@ -16,10 +17,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/acp/wire"
-	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/logbridge"
-	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
+	"github.com/dsh-acp/dsh-acp/turn"
 )
 
 var _ acpsdk.Agent = (*Agent)(nil)
@@ -34,15 +34,9 @@ type client interface {
 type Options struct {
 	// Sessions is the registry every session lives in. Required.
 	Sessions *sessions.Registry
-	// Loop runs turns. Required.
-	Loop *agent.Loop
-	// Rules are the --allow/--deny rules checked before anyone is asked.
-	Rules permission.Rules
-	// Project holds the "always in this project" answers; nil offers no
-	// such answer (--no-persist).
-	Project ProjectRules
-	// MCP configures the MCP servers of each session.
-	MCP MCPOptions
+	// Turns runs the sessions' prompts and owns their MCP servers.
+	// Required.
+	Turns *turn.Runner
 	// Name and Version are advertised in initialize.
 	Name    string
 	Version string
@@ -55,29 +49,13 @@ type Options struct {
 	// their own, so output arrives between exactly the updates they ask
 	// for.
 	UpdateTicker func() (ticks <-chan time.Time, stop func())
-	// Model is the configured model, first among the model option's
-	// values; empty means "default".
-	Model string
 	// Models lists the endpoint's other models for the model option, once
 	// per process; nil means the configured one only.
 	Models ModelLister
-	// Noticed, if set, tells what the session's background tasks changed
-	// whose end a completion notice reported: the editor is shown it at the
-	// end of the turn the notice went with, unless a bash_output call of
-	// the turn showed it.
-	Noticed Noticed
 	// OnShutdown, if set, is called once as Serve starts to shut down,
 	// before it closes the sessions and waits for their turns: the owner
 	// of the commands ends them all at once there. It must not block.
 	OnShutdown func()
-	// Thinking is --thinking: the thought level new sessions start with,
-	// and, for a model that is not DeepSeek's, the user's word that it
-	// takes reasoning_effort; empty means DeepSeek's default (high), and no
-	// thinking option for other models.
-	Thinking string
-	// Images is --images: "on" sends images to any model, "off" to none,
-	// empty to the models known to read them.
-	Images string
 	// SignIn is the sign-in to the model endpoint; nil offers none (a
 	// scripted model needs no key) and authenticate always succeeds.
 	SignIn *SignIn
@@ -92,9 +70,6 @@ type Agent struct {
 	// wire orders the frames read before the handlers see them.
 	wire   *wire.Wire
 	models *models
-	// imagesNoted holds the ids of sessions told that their model does
-	// not read images.
-	imagesNoted sync.Map
 	// announce sends a new session's commands after its reply.
 	announce announcer
 
@@ -119,8 +94,8 @@ type Agent struct {
 
 // New returns an Agent; call Serve to run it over a connection.
 func New(opts Options) (*Agent, error) {
-	if opts.Sessions == nil || opts.Loop == nil {
-		return nil, errors.New("acp: Sessions and Loop are required")
+	if opts.Sessions == nil || opts.Turns == nil {
+		return nil, errors.New("acp: Sessions and Turns are required")
 	}
 	if opts.UpdateInterval <= 0 {
 		opts.UpdateInterval = 200 * time.Millisecond
@@ -135,11 +110,8 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if opts.Model == "" {
-		opts.Model = "default"
-	}
 	return &Agent{opts: opts, log: log, wire: wire.New(liveSessions{opts.Sessions}, log),
-		models: &models{lister: opts.Models, def: opts.Model, log: log}}, nil
+		models: &models{lister: opts.Models, def: opts.Turns.DefaultModel(), log: log}}, nil
 }
 
 // Serve speaks ACP over in/out until the peer closes in or ctx is done, then

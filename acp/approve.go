@@ -8,12 +8,9 @@ import (
 	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
-	"go.uber.org/zap"
 
-	"github.com/dsh-acp/dsh-acp/agent"
-	"github.com/dsh-acp/dsh-acp/permission"
-	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/tools"
+	"github.com/dsh-acp/dsh-acp/turn"
 )
 
 const (
@@ -23,74 +20,18 @@ const (
 	optRejectOnce   = "reject_once"
 )
 
-// ProjectRules are the keys the user allowed "always in this project",
-// kept outside the repository and shared by every session of the project.
-type ProjectRules interface {
-	// Keys returns the keys allowed in the project of cwd.
-	Keys(cwd string) (map[string]bool, error)
-	// Allow remembers keys for the project of cwd.
-	Allow(cwd string, keys ...string) error
-}
-
-// What the model is told when a command was not run.
-const (
-	rejectedText  = "Error: permission denied: the user rejected this command; it was not run"
-	withdrawnText = "Error: permission request was cancelled; the command was not run"
-	// unattendedText: the client had no one to ask (dsh-acp exec with no
-	// terminal) and said so in the answer's _meta; nobody rejected it.
-	unattendedText = "Error: permission denied: it was not run: no one could be asked to approve it (dsh-acp exec without a terminal); do not retry it: tell the user what you wanted to run and why"
-)
-
 // unattendedMeta is the _meta key of a permission answer given without
 // asking anyone: the client refused because no person could be asked.
 const unattendedMeta = "unattended"
 
-// approver asks before a call runs when permission.Decide says so: the
-// decision reads the call's approval subject alone.
-func (a *Agent) approver(s *sessions.Session, conn client, log *zap.Logger) agent.Approver {
-	return agent.ApproverFunc(func(ctx context.Context, call agent.CallInfo) (agent.Approval, error) {
-		sub := call.Call.Subject
-		// The mode is read once: it decides both whether to ask and
-		// whether the call runs confined.
-		ans := permission.Decide(permission.Question{
-			Mode: s.Mode(), Rules: a.opts.Rules, Remembered: a.remembered(s, log), Subject: sub, Cwd: s.Cwd,
-			ReadOnly: sub.Kind == tools.ToolKey && a.opts.MCP.AllowReadOnly && mcpOf(s) != nil && mcpOf(s).readOnly(call),
-		})
-		switch ans.Action {
-		case permission.Refuse:
-			log.Info("call denied by rule", zap.String("rule", ans.Rule))
-			return agent.Approval{Message: ans.Message}, nil
-		case permission.RunSandboxed:
-			return agent.Approval{Allowed: true, Sandboxed: true}, nil
-		case permission.Run:
-			return agent.Approval{Allowed: true}, nil
-		}
-		if ans.Unknown {
-			log.Warn("unknown approval subject", zap.Stringer("kind", sub.Kind))
-		}
-		name, note := alwaysNames(s.Cwd, sub, ans.Keys, ans.Plain)
-		return a.ask(ctx, s, conn, call, ans.Keys, name, note, log)
-	})
+// asker asks the editor whether a call of a session may run: the one
+// decision acp leaves to the user (turn decides the rest).
+type asker struct {
+	sid  acpsdk.SessionId
+	conn client
 }
 
-// remembered is what "always" answers pass in s: the session's own, and
-// its project's. Deny rules are checked before either.
-func (a *Agent) remembered(s *sessions.Session, log *zap.Logger) map[string]bool {
-	keys := s.Remembered()
-	if a.opts.Project == nil {
-		return keys
-	}
-	project, err := a.opts.Project.Keys(s.Cwd)
-	if err != nil {
-		// Asked, not allowed: a broken rules file grants nothing.
-		log.Warn("project rules not readable", zap.Error(err))
-		return keys
-	}
-	for k := range project {
-		keys[k] = true
-	}
-	return keys
-}
+var _ turn.Asker = asker{}
 
 // alwaysNames are an "always" option's name for a scope, and a note that
 // says in full what the name says short, for the keys an "always" answer
@@ -162,43 +103,27 @@ func backticked(keys []string) string {
 	return strings.Join(quoted, ", ")
 }
 
-// ask asks the editor whether call may run. The request restates the
+// Ask asks the editor whether the call may run. The request restates the
 // call's head (its description, and its whole command when the title shows
 // only its first line), with the note on what "always" remembers when its
 // option's name says less: the editor shows the request's content in place
 // of the call's.
-func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call agent.CallInfo, keys []string, alwaysLabel func(scope string) string, note string, log *zap.Logger) (agent.Approval, error) {
-	options := []acpsdk.PermissionOption{{Kind: acpsdk.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: optAllowOnce}}
-	if len(keys) > 0 {
-		options = append(options, acpsdk.PermissionOption{
-			Kind:     acpsdk.PermissionOptionKindAllowAlways,
-			Name:     alwaysLabel("session"),
-			OptionId: optAllowAlways,
-		})
-		if a.opts.Project != nil {
-			options = append(options, acpsdk.PermissionOption{
-				Kind:     acpsdk.PermissionOptionKindAllowAlways,
-				Name:     alwaysLabel("project"),
-				OptionId: optAllowProject,
-			})
-		}
-	}
-	options = append(options, acpsdk.PermissionOption{Kind: acpsdk.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: optRejectOnce})
-
-	kind := toolKind(call.Call)
+func (k asker) Ask(ctx context.Context, q turn.Question) (turn.Reply, error) {
+	call := q.Call
 	req := acpsdk.RequestPermissionRequest{
-		SessionId: acpsdk.SessionId(s.ID),
+		SessionId: k.sid,
 		ToolCall: acpsdk.ToolCallUpdate{
 			ToolCallId: acpsdk.ToolCallId(call.ID),
 			Title:      acpsdk.Ptr(call.Call.Title),
-			Kind:       &kind,
+			Kind:       acpsdk.Ptr(toolKind(call.Call)),
 			Status:     acpsdk.Ptr(acpsdk.ToolCallStatusPending),
 			RawInput:   rawInput(call.Args),
 		},
-		Options: options,
+		Options: permissionOptions(q),
 	}
-	if len(keys) == 0 {
-		note = ""
+	note := ""
+	if len(q.Keys) > 0 {
+		_, note = alwaysNames(q.Cwd, call.Call.Subject, q.Keys, q.Plain)
 	}
 	if call.Call.Body != "" || note != "" {
 		req.ToolCall.Content = headContent(call)
@@ -210,40 +135,46 @@ func (a *Agent) ask(ctx context.Context, s *sessions.Session, conn client, call 
 		// The question shows the change it asks about.
 		req.ToolCall.Content = append(req.ToolCall.Content, changeContent(call.Call.Preview(ctx))...)
 	}
-	resp, err := conn.RequestPermission(ctx, req)
+	resp, err := k.conn.RequestPermission(ctx, req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return agent.Approval{}, ctx.Err()
-		}
-		return agent.Approval{}, fmt.Errorf("request permission: %w", err)
+		return turn.Rejected, err
 	}
+	return reply(resp), nil
+}
+
+// permissionOptions are the answers offered: once, "always" in the session
+// (and the project) when there is something to remember, reject.
+func permissionOptions(q turn.Question) []acpsdk.PermissionOption {
+	options := []acpsdk.PermissionOption{{Kind: acpsdk.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: optAllowOnce}}
+	if len(q.Keys) > 0 {
+		name, _ := alwaysNames(q.Cwd, q.Call.Call.Subject, q.Keys, q.Plain)
+		options = append(options, acpsdk.PermissionOption{Kind: acpsdk.PermissionOptionKindAllowAlways, Name: name("session"), OptionId: optAllowAlways})
+		if q.Project {
+			options = append(options, acpsdk.PermissionOption{Kind: acpsdk.PermissionOptionKindAllowAlways, Name: name("project"), OptionId: optAllowProject})
+		}
+	}
+	return append(options, acpsdk.PermissionOption{Kind: acpsdk.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: optRejectOnce})
+}
+
+// reply is the editor's answer as the turn reads it.
+func reply(resp acpsdk.RequestPermissionResponse) turn.Reply {
 	switch {
 	case resp.Outcome.Cancelled != nil:
-		log.Info("permission request cancelled by client")
-		return agent.Approval{Message: withdrawnText}, nil
+		return turn.Withdrawn
 	case resp.Outcome.Selected == nil:
-		return agent.Approval{Message: rejectedText}, nil
+		return turn.Rejected
 	case resp.Meta[unattendedMeta] == true && string(resp.Outcome.Selected.OptionId) == optRejectOnce:
-		return agent.Approval{Message: unattendedText}, nil
+		return turn.Unattended
 	}
 	switch string(resp.Outcome.Selected.OptionId) {
 	case optAllowOnce:
-		return agent.Approval{Allowed: true}, nil
+		return turn.AllowOnce
 	case optAllowAlways:
-		s.Remember(keys...)
-		log.Info("always allowed", zap.Strings("keys", keys))
-		return agent.Approval{Allowed: true}, nil
+		return turn.AllowSession
 	case optAllowProject:
-		if err := a.opts.Project.Allow(s.Cwd, keys...); err != nil {
-			// The command was allowed; only the remembering failed, so
-			// the session remembers it at least.
-			log.Warn("project rule not stored; remembered for this session", zap.Error(err))
-		}
-		s.Remember(keys...)
-		log.Info("always allowed in project", zap.Strings("keys", keys))
-		return agent.Approval{Allowed: true}, nil
+		return turn.AllowProject
 	}
-	return agent.Approval{Message: rejectedText}, nil
+	return turn.Rejected
 }
 
 // rawInput is the arguments as JSON for the editor, or the raw text when the

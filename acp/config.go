@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,12 +112,7 @@ func (m *models) has(ctx context.Context, name string) bool {
 }
 
 // sessionModel is the model a session asks: its option, else the default.
-func (a *Agent) sessionModel(s *sessions.Session) string {
-	if m := s.Model(); m != "" {
-		return m
-	}
-	return a.models.def
-}
+func (a *Agent) sessionModel(s *sessions.Session) string { return a.opts.Turns.Model(s) }
 
 // configOptions is the full list of a session's config options.
 func (a *Agent) configOptions(ctx context.Context, s *sessions.Session) []acpsdk.SessionConfigOption {
@@ -156,26 +150,13 @@ func (a *Agent) configOptions(ctx context.Context, s *sessions.Session) []acpsdk
 }
 
 // thinkingOffered reports whether the session's model gets the
-// thought_level option: DeepSeek's models (recognised by id) always, any
-// other only when the user said it takes reasoning_effort (--thinking).
-func (a *Agent) thinkingOffered(model string) bool {
-	return agent.IsDeepSeek(model) || a.opts.Thinking != ""
-}
+// thought_level option (turn.Runner.ThinkingOffered).
+func (a *Agent) thinkingOffered(model string) bool { return a.opts.Turns.ThinkingOffered(model) }
 
-// sessionThinking is the thought level a session's requests carry: its
-// option, else --thinking, else DeepSeek's own default (high); empty when
-// the option is not offered for its model, so nothing is sent.
+// sessionThinking is the thought level a session's requests carry; empty
+// when the option is not offered for its model.
 func (a *Agent) sessionThinking(s *sessions.Session) string {
-	return a.thinkingFor(s, a.sessionModel(s))
-}
-
-// thinkingFor is the thought level of s's requests to model: a turn asks
-// the model it started with, whatever the option says by now.
-func (a *Agent) thinkingFor(s *sessions.Session, model string) string {
-	if !a.thinkingOffered(model) {
-		return ""
-	}
-	return cmp.Or(s.Thinking(), a.opts.Thinking, agent.ThinkingHigh)
+	return a.opts.Turns.ThinkingFor(s, a.sessionModel(s))
 }
 
 func thinkingOption(current string) acpsdk.SessionConfigOption {

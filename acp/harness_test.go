@@ -31,6 +31,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
+	"github.com/dsh-acp/dsh-acp/turn"
 )
 
 func TestMain(m *testing.M) {
@@ -372,7 +373,7 @@ type harnessOptions struct {
 	models acp.ModelLister
 	// mcp configures the sessions' MCP servers (a short kill grace is
 	// added when zero).
-	mcp acp.MCPOptions
+	mcp turn.MCPOptions
 	// contextWindow is the loop's context window; zero means the default.
 	contextWindow int
 	// model is the configured model; empty means "test-model".
@@ -454,17 +455,25 @@ func newAgent(t *testing.T, o harnessOptions) (*acp.Agent, *sessions.Registry) {
 	if o.mcp.Launcher == nil {
 		o.mcp.Launcher = serviceLaunchers(ex)
 	}
+	turns, err := turn.New(turn.Options{
+		Sessions: reg,
+		Loop:     &agent.Loop{Provider: o.provider, Tools: tl, Tasks: set, ContextWindow: o.contextWindow, Logger: log.Named("agent")},
+		Rules:    o.rules,
+		MCP:      o.mcp,
+		Model:    cmp.Or(o.model, "test-model"),
+		Thinking: o.thinking,
+		Logger:   log.Named("turn"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, err := acp.New(acp.Options{
-		MCP:            o.mcp,
 		Sessions:       reg,
-		Loop:           &agent.Loop{Provider: o.provider, Tools: tl, Tasks: set, ContextWindow: o.contextWindow, Logger: log.Named("agent")},
-		Rules:          o.rules,
+		Turns:          turns,
 		Name:           "dsh-acp-test",
 		Version:        "1.2.3",
 		UpdateInterval: 5 * time.Millisecond,
 		UpdateTicker:   ticker,
-		Model:          cmp.Or(o.model, "test-model"),
-		Thinking:       o.thinking,
 		Models:         o.models,
 		Logger:         log.Named("acp"),
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
+	"github.com/dsh-acp/dsh-acp/turn"
 )
 
 // mcpSession opens a session with servers and waits until each has started
@@ -316,7 +317,7 @@ func TestMCPPermission(t *testing.T) {
 				call("c1", "mcp__loc__echo", map[string]any{"text": "x"}),
 				call("c2", "mcp__loc__stats", map[string]any{}),
 			)},
-			mcp: acp.MCPOptions{AllowReadOnly: true},
+			mcp: turn.MCPOptions{AllowReadOnly: true},
 		})
 		sid := h.mcpSession(sessions.ModeAsk, stdioServer(t, "loc", "serve"))
 		if _, err := h.prompt(sid, "go"); err != nil {

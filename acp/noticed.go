@@ -10,44 +10,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
-// Noticed is what the agent needs of the bash tools to show what a
-// background task changed with the notice that reported its end.
-type Noticed interface {
-	// NoticesDelivered: the session's notices queued so far went with a
-	// model request.
-	NoticesDelivered(sessionID string)
-	// NoticedChanges takes what the tasks of delivered notices changed,
-	// but what a bash_output call showed already.
-	NoticedChanges(sessionID string) []tools.Noticed
-}
-
-// notices is a turn's Notices: the session's completion notices for the
-// model, told to the bash tools as delivered.
-func (a *Agent) notices(s *sessions.Session) func() []string {
-	return func() []string {
-		notes := s.DrainNotices()
-		if len(notes) > 0 && a.opts.Noticed != nil {
-			a.opts.Noticed.NoticesDelivered(s.ID)
-		}
-		return notes
-	}
-}
-
-// showNoticed shows, at the end of a turn, a finished tool call for each
-// task whose end a notice of the turn reported and that changed files no
-// bash_output call of the turn showed; each is stored with the session,
-// for session/load to show it again.
-func (a *Agent) showNoticed(s *sessions.Session, ui *turnUI) {
-	if a.opts.Noticed == nil {
-		return
-	}
-	for _, n := range a.opts.Noticed.NoticedChanges(s.ID) {
-		up := noticedCall(n)
-		ui.send(up)
-		s.AddNoticed(noticedView(n, up.ToolCall))
-	}
-}
-
 // noticedView is what the editor was shown of a notice's tool call, kept
 // as the JSON it got so that a replay sends the same bytes.
 func noticedView(n tools.Noticed, c *acpsdk.SessionUpdateToolCall) sessions.NoticedView {

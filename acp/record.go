@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -12,64 +11,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
-
-// recorder persists one turn as it happens: the prompt (naming the session
-// on its first), each model message, and each tool result with what the
-// editor was shown of it. It runs on the turn's goroutine only.
-type recorder struct {
-	a      *Agent
-	ctx    context.Context
-	s      *sessions.Session
-	blocks []acpsdk.ContentBlock
-
-	prompted bool
-	// views are the finished calls' editor views, by call id, until their
-	// tool message is recorded.
-	views   map[string]*sessions.ToolView
-	isError map[string]bool
-}
-
-// observe is the turn's Emit, before the UI sees the event.
-func (r *recorder) observe(e agent.Event) {
-	switch {
-	case e.Kind == agent.EventUsage:
-		r.s.AddUsage(e.Usage)
-		return
-	case e.Kind == agent.EventCompactionEnd && e.Err == nil:
-		r.s.AddCompaction(e.Compaction)
-		return
-	case e.Kind == agent.EventPlan:
-		r.s.SetPlan(e.Plan)
-		return
-	case e.Kind != agent.EventToolResult:
-		return
-	}
-	if r.views == nil {
-		r.views, r.isError = map[string]*sessions.ToolView{}, map[string]bool{}
-	}
-	r.views[e.Call.ID] = toolView(e.Call, e.Result)
-	r.isError[e.Call.ID] = e.Result.IsError
-}
-
-// record is the turn's Record.
-func (r *recorder) record(m agent.Message) {
-	if !r.prompted && m.Role == agent.RoleUser {
-		r.prompted = true
-		blocks, _ := json.Marshal(storedBlocks(r.blocks))
-		if title, set := r.s.AddPromptAbout(m.Content, promptAbout(r.blocks), blocks, m.Images); set {
-			r.a.sendUpdate(r.ctx, r.s.ID, acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{Title: acpsdk.Ptr(title)}})
-		}
-		return
-	}
-	var view *sessions.ToolView
-	isError := false
-	if m.Role == agent.RoleTool {
-		view = r.views[m.ToolCallID]
-		isError = r.isError[m.ToolCallID]
-		delete(r.views, m.ToolCallID)
-	}
-	r.s.AddMessage(m, view, isError)
-}
 
 // promptAbout is what the user typed of a prompt, for its title: the text
 // blocks, with a linked file as its @name, without embedded resources

@@ -102,7 +102,7 @@ func (a *Agent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (r
 	}
 	a.wire.Forget(string(p.SessionId))
 	a.announce.takePrompt(string(p.SessionId))
-	a.imagesNoted.Delete(string(p.SessionId))
+	a.opts.Turns.Forget(string(p.SessionId))
 	a.sessionLogger(string(p.SessionId)).Info("session closed")
 	return acpsdk.CloseSessionResponse{}, nil
 }

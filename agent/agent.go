@@ -145,9 +145,6 @@ type Loop struct {
 	MaxRequests int
 	// OS names the operating system in the system prompt; empty omits it.
 	OS string
-	// UserInstructions is the path of the user's own AGENTS.md, read before
-	// every project's; empty means none.
-	UserInstructions string
 	// Now is the clock: the date the system prompt gives, and the hour
 	// prices with peak hours are read at; nil means time.Now.
 	Now func() time.Time
@@ -214,10 +211,14 @@ type Turn struct {
 	// Notices drains the completion notices queued for the session since the
 	// last model request; nil means none.
 	Notices func() []string
-	// Instructions reads the project's instruction files and remembers
-	// what the editor was shown of them: one per session. Nil reads them
-	// afresh and shows them, as for a new session.
-	Instructions *Instructions
+	// Project is what the model is told of the project: its instruction
+	// files' text and where it is (read for the turn by package
+	// instructions); zero means none.
+	Project InstructionSet
+	// NewInstructions, if set, is what the editor is to be shown of the
+	// instruction files read for the turn (the first time, and after a
+	// change); the turn shows it as it starts.
+	NewInstructions *InstructionsRead
 	// Plan is the session's current plan, for /plan; nil means none yet.
 	Plan *tools.Plan
 	// Approver, if set, is asked before each tool call.
@@ -444,34 +445,28 @@ func (l *Loop) now() time.Time {
 }
 
 // estimatedUsage is the estimated size of the next request over conv.
-func (l *Loop) estimatedUsage(caller tools.Caller, extra ToolSource, conv []Message) ContextUsage {
-	prompt, _ := l.systemPrompt(caller.Cwd, nil)
-	req := Request{Tools: l.specs(caller, extra), Messages: append([]Message{{Role: RoleSystem, Content: prompt}}, conv...)}
+func (l *Loop) estimatedUsage(t Turn, conv []Message) ContextUsage {
+	prompt := l.systemPrompt(t.Caller.Cwd, t.Project)
+	req := Request{Tools: l.specs(t.Caller, t.Extra), Messages: append([]Message{{Role: RoleSystem, Content: prompt}}, conv...)}
 	return ContextUsage{Used: estimateRequest(req), Size: l.window(), Estimated: true}
 }
 
-// systemMessage is the turn's system prompt. The environment and the
-// instruction files are read once per prompt, so an edited AGENTS.md
-// applies from the next one; the editor is told which files were read when
-// that is news.
+// systemMessage is the turn's system prompt: the environment and the
+// instruction files the turn was given (read once per prompt, so an edited
+// AGENTS.md applies from the next one); the editor is told which files
+// were read when that is news.
 func (l *Loop) systemMessage(t Turn, emit func(Event), log *zap.Logger) Message {
-	prompt, read := l.systemPrompt(t.Caller.Cwd, t.Instructions)
-	if read != nil {
+	if read := t.NewInstructions; read != nil {
 		log.Info("project instructions read", zap.Strings("files", read.Paths), zap.Strings("changed", read.Changed), zap.Strings("cut", read.Cut))
 		emit(Event{Kind: EventInstructions, Instructions: read})
 	}
-	return Message{Role: RoleSystem, Content: prompt}
+	return Message{Role: RoleSystem, Content: l.systemPrompt(t.Caller.Cwd, t.Project)}
 }
 
-// systemPrompt builds the system prompt for a session in cwd, reading its
-// instruction files through in (nil: a fresh reader); read is what the
-// editor should be shown of them, nil when nothing new.
-func (l *Loop) systemPrompt(cwd string, in *Instructions) (prompt string, read *InstructionsRead) {
-	if in == nil {
-		in = &Instructions{}
-	}
-	set, read := in.Load(cwd, l.UserInstructions)
-	return SystemPrompt(PromptEnv{Now: l.now(), OS: l.OS, Cwd: cwd, Project: set, FileTools: l.FileTools}), read
+// systemPrompt is the system prompt for a session in cwd whose project is
+// project.
+func (l *Loop) systemPrompt(cwd string, project InstructionSet) string {
+	return SystemPrompt(PromptEnv{Now: l.now(), OS: l.OS, Cwd: cwd, Project: project, FileTools: l.FileTools})
 }
 
 // newMessageID names a model message for the editor (ACP wants UUIDs).

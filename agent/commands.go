@@ -124,7 +124,7 @@ func (l *Loop) compactCommand(ctx context.Context, t Turn, focus string, emit fu
 		if out.Cost.Currency != "" {
 			out.Usage = t.Usage
 			if out.Usage.Size == 0 {
-				out.Usage = l.estimatedUsage(t.Caller, t.Extra, t.History)
+				out.Usage = l.estimatedUsage(t, t.History)
 			}
 			out.Usage.Cost = addCosts(t.Usage.Cost, out.Cost)
 			emit(Event{Kind: EventUsage, Usage: out.Usage})
@@ -132,7 +132,7 @@ func (l *Loop) compactCommand(ctx context.Context, t Turn, focus string, emit fu
 		return out
 	}
 	out.History = next
-	out.Usage = l.estimatedUsage(t.Caller, t.Extra, next)
+	out.Usage = l.estimatedUsage(t, next)
 	out.Usage.Cost = addCosts(t.Usage.Cost, out.Cost)
 	emit(Event{Kind: EventUsage, Usage: out.Usage})
 	return out

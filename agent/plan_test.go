@@ -83,23 +83,23 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
-// TestRunInstructionsPerSession: the loop puts the session's instruction
-// files and the injected date in the system prompt, tells the editor once,
-// and again after a change.
+// TestRunInstructionsPerSession: the loop puts the instruction files it is
+// given and the injected date in the system prompt, and tells the editor
+// what it is given to tell (package instructions decides when: the first
+// time, and after a change), as the turn starts.
 func TestRunInstructionsPerSession(t *testing.T) {
 	t.Parallel()
 	ctx := testutil.Context(t)
 	cwd := t.TempDir()
-	file := filepath.Join(cwd, agent.AgentsFile)
-	write(t, file, "rule one\n")
+	file := filepath.Join(cwd, "AGENTS.md")
 	p := newReplay(t, say("1"), say("2"), say("3"))
 	l := newLoop(t, p)
 	l.Now = func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }
-	var in agent.Instructions
 	var shown []*agent.InstructionsRead
-	turn := func(prompt string) {
+	turn := func(prompt, text string, news *agent.InstructionsRead) {
 		var rec recorder
-		if _, err := l.Run(ctx, agent.Turn{Caller: tools.Caller{Cwd: cwd}, Prompt: prompt, Instructions: &in, Emit: rec.emit}); err != nil {
+		project := agent.InstructionSet{Files: []agent.InstructionFile{{Path: file, Text: text}}}
+		if _, err := l.Run(ctx, agent.Turn{Caller: tools.Caller{Cwd: cwd}, Prompt: prompt, Project: project, NewInstructions: news, Emit: rec.emit}); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range rec.list() {
@@ -108,11 +108,12 @@ func TestRunInstructionsPerSession(t *testing.T) {
 			}
 		}
 	}
-	turn("a")
-	turn("b")
-	write(t, file, "rule two, longer\n")
-	turn("c")
-	want := []*agent.InstructionsRead{{Paths: []string{file}}, {Paths: []string{file}, Changed: []string{file}}}
+	first := &agent.InstructionsRead{Paths: []string{file}}
+	changed := &agent.InstructionsRead{Paths: []string{file}, Changed: []string{file}}
+	turn("a", "rule one\n", first)
+	turn("b", "rule one\n", nil)
+	turn("c", "rule two, longer\n", changed)
+	want := []*agent.InstructionsRead{first, changed}
 	if d := cmp.Diff(want, shown); d != "" {
 		t.Errorf("shown (-want +got):\n%s", d)
 	}

@@ -289,7 +289,7 @@ func (t *turn) showCost() {
 		u = t.in.Usage
 	}
 	if u.Size == 0 {
-		u = t.l.estimatedUsage(t.in.Caller, t.in.Extra, t.conv)
+		u = t.l.estimatedUsage(t.in, t.conv)
 	}
 	u.Cost = t.cost
 	t.out.Usage, t.shown = u, t.cost

@@ -20,6 +20,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/internal/repo"
 )
 
 // Defaults of Options.
@@ -150,7 +152,7 @@ type Key struct {
 // New returns a Tracker.
 func New(opts Options) *Tracker {
 	opts = opts.withDefaults()
-	return &Tracker{opts: opts, global: globalPatterns(opts.Home, opts.XDGConfigHome), trees: map[Key]*tree{}}
+	return &Tracker{opts: opts, global: repo.UserExcludes(opts.Home, opts.XDGConfigHome), trees: map[Key]*tree{}}
 }
 
 // Begin returns a Mark to End when the command that is about to start

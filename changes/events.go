@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/internal/repo"
 )
 
 // A tree with a watcher is walked whole once; after that a refresh reads
@@ -206,7 +208,7 @@ type rulesStamp struct {
 func stampRules(top string) rulesStamp {
 	s := rulesStamp{top: top}
 	if top != "" {
-		if fi, err := os.Stat(filepath.Join(top, ".git", "info", "exclude")); err == nil {
+		if fi, err := os.Stat(filepath.Join(top, repo.ExcludeFile)); err == nil {
 			s.exclude = entry{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 		}
 	}
@@ -270,7 +272,7 @@ func (tr *tree) update() (*snapshot, error) {
 	if len(dirty) == 0 {
 		return tr.cur, nil
 	}
-	if stampRules(RepoTop(tr.root)) != tr.rules {
+	if stampRules(repo.Top(tr.root)) != tr.rules {
 		return nil, fmt.Errorf("%w: the repository's rules changed", errRewalk)
 	}
 	w := tr.walker(tr.cur, len(tr.cur.dirs))

@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/dsh-acp/dsh-acp/internal/repo"
 	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
@@ -360,43 +360,14 @@ func (w *walker) repoPatterns() ([]string, []gitignore.Pattern, error) {
 	} else if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("changes: %s is not a directory", root)
 	}
-	top := RepoTop(root)
+	top := repo.Top(root)
 	w.stamp = stampRules(top)
 	if top == "" {
 		return nil, nil, nil
 	}
 	w.inRepo = true
-	ignore := append([]gitignore.Pattern(nil), w.tr.global...)
-	ignore = append(ignore, readPatternsIn(top, filepath.Join(".git", "info", "exclude"), nil)...)
-	rel, err := filepath.Rel(top, root)
-	if err != nil || rel == "." {
-		return nil, ignore, nil
-	}
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	for i := range parts {
-		ignore = append(ignore, readPatternsIn(top, filepath.Join(filepath.Join(parts[:i]...), ".gitignore"), parts[:i:i])...)
-	}
+	parts, ignore := repo.Above(top, root, w.tr.global)
 	return parts, ignore, nil
-}
-
-// RepoTop is the nearest directory at or above dir holding .git (a
-// directory, or a file as in a worktree); "" when there is none or dir is
-// "".
-func RepoTop(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	dir = filepath.Clean(dir)
-	for {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 // dir walks one directory and everything below it: abs on disk, domain
@@ -489,7 +460,7 @@ func (w *walker) rules(s *dirScan, ents []os.DirEntry) {
 	}
 	ignore := s.ignore
 	if slices.ContainsFunc(ents, func(de os.DirEntry) bool { return de.Name() == ".gitignore" && de.Type().IsRegular() }) {
-		ignore = append(ignore[:len(ignore):len(ignore)], readPatternsIn(w.tr.root, filepath.Join(filepath.FromSlash(s.rel), ".gitignore"), s.domain)...)
+		ignore = append(ignore[:len(ignore):len(ignore)], repo.ReadPatternsIn(w.tr.root, filepath.Join(filepath.FromSlash(s.rel), ".gitignore"), s.domain)...)
 	}
 	s.ignore, s.match = ignore, gitignore.NewMatcher(ignore)
 }
@@ -644,45 +615,6 @@ func (w *walker) read(f *os.File, e *entry) {
 	if !w.fits(*e) {
 		e.known, e.text = false, ""
 	}
-}
-
-// maxIgnoreFile bounds what is read of one ignore file: git's own are
-// kilobytes.
-const maxIgnoreFile = 1 << 20
-
-// readPatterns reads one ignore file; a missing or unreadable one has
-// none, and so has one that is not a regular file (a FIFO would block the
-// walk, and every command's end with it, for ever; a link to /dev/zero
-// would never end) or is over maxIgnoreFile.
-func readPatterns(file string, domain []string) []gitignore.Pattern {
-	data, err := untrusted.ReadWhole(file, 0, maxIgnoreFile)
-	if err != nil {
-		return nil
-	}
-	return parsePatterns(data, domain)
-}
-
-// readPatternsIn reads the repository's ignore file at rel below dir (see
-// readPatterns) with no link on the way: a command writes the repository,
-// and git itself follows no link to a .gitignore.
-func readPatternsIn(dir, rel string, domain []string) []gitignore.Pattern {
-	data, err := untrusted.ReadIn(dir, rel, untrusted.NoLinks, maxIgnoreFile+1)
-	if err != nil || len(data) > maxIgnoreFile {
-		return nil
-	}
-	return parsePatterns(data, domain)
-}
-
-func parsePatterns(data []byte, domain []string) []gitignore.Pattern {
-	var ps []gitignore.Pattern
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
-	}
-	return ps
 }
 
 func join(root, rel string) string {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/instructions"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -340,7 +341,7 @@ func (r *Registry) Persistent() bool { return r.store != nil }
 // Instructions reads the session's project instruction files for each
 // prompt and remembers what the editor was shown of them. A session loaded
 // after a restart starts afresh: it reads them again and shows them again.
-func (s *Session) Instructions() *agent.Instructions { return &s.instructions }
+func (s *Session) Instructions() *instructions.Reader { return &s.instructions }
 
 // Plan returns the session's plan; nil until the model made one.
 func (s *Session) Plan() *tools.Plan {

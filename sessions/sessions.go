@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/instructions"
 	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -279,7 +280,7 @@ type Session struct {
 	Cwd string
 	// instructions reads the session's AGENTS.md chain before each prompt
 	// (it has its own lock).
-	instructions agent.Instructions
+	instructions instructions.Reader
 
 	// mu guards every field below.
 	mu      sync.Mutex

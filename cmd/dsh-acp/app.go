@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/instructions"
 	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
 	"github.com/dsh-acp/dsh-acp/permission"
@@ -33,6 +34,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools/bashtool"
 	"github.com/dsh-acp/dsh-acp/tools/filetool"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
+	"github.com/dsh-acp/dsh-acp/turn"
 )
 
 // app is the wired program: one executor shared by every session.
@@ -281,32 +283,31 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.agent, err = acp.New(acp.Options{
-		Sessions:   a.sessions,
-		OnShutdown: a.endCommands,
+	turns, err := turn.New(turn.Options{
+		Sessions: a.sessions,
 		// The editor sees a background task's changes with the notice
 		// that reports its end, unless a bash_output call read it first.
 		Noticed: a.toolset,
 		Loop: &agent.Loop{
-			Provider:    provider,
-			Tools:       modelTools,
-			FileTools:   cfg.tools != "bash",
-			MaxRequests: cfg.maxRequests,
-			OS:          runtime.GOOS,
-			// The user's own AGENTS.md, read before every project's.
-			UserInstructions: userInstructions(cfg.getenv, log),
-			ContextWindow:    cfg.window(),
-			CompactAt:        cfg.compactAt,
-			Model:            modelName(cfg),
-			Price:            cfg.prices,
+			Provider:      provider,
+			Tools:         modelTools,
+			FileTools:     cfg.tools != "bash",
+			MaxRequests:   cfg.maxRequests,
+			OS:            runtime.GOOS,
+			ContextWindow: cfg.window(),
+			CompactAt:     cfg.compactAt,
+			Model:         modelName(cfg),
+			Price:         cfg.prices,
 			// A scripted run asks no endpoint and costs nothing.
 			NoBuiltinPrices: cfg.script != "",
 			Tasks:           a.toolset,
 			Logger:          log.Named("agent"),
 		},
-		Rules:   permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
-		Project: projectRules(a.store),
-		MCP: acp.MCPOptions{
+		// The user's own AGENTS.md, read before every project's.
+		UserInstructions: userInstructions(cfg.getenv, log),
+		Rules:            permission.Rules{Allow: cfg.allow, Deny: cfg.deny},
+		Project:          projectRules(a.store),
+		MCP: turn.MCPOptions{
 			Servers: mcptool.Options{
 				StartTimeout: cfg.mcpStartTimeout,
 				CallTimeout:  cfg.mcpTimeout,
@@ -323,13 +324,22 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 			SpillParent:   a.exec.OwnerSpillDir,
 			AllowReadOnly: cfg.allowMCPReadOnly,
 		},
-		Version:  version,
 		Model:    modelName(cfg),
-		Models:   newModelLister(cfg, op),
-		SignIn:   signIn(cfg, op),
 		Thinking: cfg.thinking,
 		Images:   cfg.images,
-		Logger:   log.Named("acp"),
+		Logger:   log.Named("turn"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.agent, err = acp.New(acp.Options{
+		Sessions:   a.sessions,
+		Turns:      turns,
+		OnShutdown: a.endCommands,
+		Version:    version,
+		Models:     newModelLister(cfg, op),
+		SignIn:     signIn(cfg, op),
+		Logger:     log.Named("acp"),
 	})
 	if err != nil {
 		return nil, err
@@ -465,7 +475,7 @@ func (a *app) sessionClosed(id string) {
 // projectRules are the "always in this project" answers, beside the
 // sessions in the state directory; none with --no-persist (nothing
 // outlives the process then).
-func projectRules(st *store.Store) acp.ProjectRules {
+func projectRules(st *store.Store) turn.ProjectRules {
 	if st == nil {
 		return nil
 	}
@@ -555,5 +565,5 @@ func userInstructions(getenv env, log *zap.Logger) string {
 		log.Info("no user AGENTS.md: no config directory", zap.Error(err))
 		return ""
 	}
-	return filepath.Join(dir, agent.AgentsFile)
+	return filepath.Join(dir, instructions.AgentsFile)
 }

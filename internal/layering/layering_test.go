@@ -9,6 +9,7 @@ package layering_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -32,18 +33,30 @@ var forbidden = map[string][]string{
 	"tools/bashtool":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent"},
 	"tools/filetool":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "permission"},
 	"tools/mcptool":      {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission"},
-	"permission":         {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor"},
+	"permission":         {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "turn"},
 	"permission/project": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools"},
-	"agent":              {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
-	"agent/openai":       {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
-	"agent/scripted":     {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
-	"sessions":           {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool"},
-	"sessions/store":     {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
-	"acp":                {module + "executor", module + "tools/bashtool", module + "tools/filetool", module + "cmd/"},
+	// The model loop is given what it reads of the project: it depends on
+	// no reader of the file system of ours (no repository, no change
+	// tracker, no instructions reader, no untrusted reads).
+	"agent": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor", module + "turn",
+		module + "instructions", module + "internal/repo", module + "changes", module + "internal/untrusted"},
+	"agent/openai":   {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
+	"agent/scripted": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "executor"},
+	"sessions":       {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool", module + "turn"},
+	"sessions/store": {"github.com/coder/acp-go-sdk", "github.com/openai/openai-go/", module + "acp", module + "sessions", module + "agent", module + "executor", module + "tools", module + "permission"},
+	"acp":            {module + "executor", module + "tools/bashtool", module + "tools/filetool", module + "cmd/", module + "agent/openai", module + "agent/scripted"},
+	// A turn's orchestration stands below the protocol, which implements
+	// what it asks of the user, and above the model loop.
+	"turn": {"github.com/coder/acp-go-sdk", module + "acp", module + "executor", module + "tools/bashtool", module + "tools/filetool", module + "cmd/", module + "changes"},
+	// The instructions reader: below the turn, above the model loop whose
+	// types it fills.
+	"instructions": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "turn", module + "executor", module + "tools/", module + "changes"},
 	// The wire orders frames for the handlers and knows nothing above it.
 	"acp/wire": {module},
 	// What a command changed is measured from the files alone.
-	"changes":            {"github.com/coder/acp-go-sdk", module},
+	"changes": {"github.com/coder/acp-go-sdk", module},
+	// What a repository is: a leaf over untrusted reads.
+	"internal/repo":      {module},
 	"executor/docker":    {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions", module + "agent", module + "tools", module + "permission"},
 	"internal/logbridge": {module + "acp", module + "agent"},
 	// Named after the agent process; below everything that makes the
@@ -73,7 +86,8 @@ var forbidden = map[string][]string{
 var allowed = map[string][]string{
 	"executor/agentdir": {module + "executor/proctab"},
 	"internal/testutil": {module + "executor/proctab"},
-	"changes":           {module + "internal/untrusted"},
+	"changes":           {module + "internal/untrusted", module + "internal/repo"},
+	"internal/repo":     {module + "internal/untrusted"},
 	"internal/keystore": {module + "internal/untrusted"},
 	"internal/config":   {module + "internal/untrusted"},
 }
@@ -87,6 +101,13 @@ var forbiddenImports = map[string][]string{
 	// The file tools do every file operation through the executor and
 	// start no process.
 	"tools/filetool": {"os", "os/exec", "golang.org/x/sys/unix", "syscall"},
+	// The protocol layer only translates: it reads no file (the turn
+	// reads a prompt's linked files, the instructions reader the
+	// project's) and decides no permission (permission.Decide, applied by
+	// the turn); it depends on both only through package turn.
+	"acp": {"os", "io/fs", "syscall", module + "internal/untrusted", module + "internal/repo", module + "instructions", module + "changes", module + "permission"},
+	// The model loop is given its text; it opens no file.
+	"agent": {"os", "io/fs", "syscall"},
 }
 
 // testOnly are packages only tests may import: no package's build (its
@@ -124,17 +145,31 @@ func packages(t *testing.T) []pkg {
 }
 
 func TestLayering(t *testing.T) {
-	seen := map[string]bool{}
-	for _, p := range packages(t) {
+	errs, seen := violations(packages(t))
+	for _, e := range errs {
+		t.Error(e)
+	}
+	for rel := range forbidden {
+		if !seen[rel] {
+			t.Errorf("package %s not found: update the layering rules", rel)
+		}
+	}
+}
+
+// violations are the rules above that the packages break, and the
+// packages with rules that were seen.
+func violations(all []pkg) (errs []string, seen map[string]bool) {
+	seen = map[string]bool{}
+	for _, p := range all {
 		rel := strings.TrimPrefix(p.ImportPath, module)
 		for _, dep := range p.Deps {
 			if slices.Contains(testOnly, dep) && !slices.Contains(testOnly, p.ImportPath) {
-				t.Errorf("%s depends on %s, which is for tests only", rel, dep)
+				errs = append(errs, fmt.Sprintf("%s depends on %s, which is for tests only", rel, dep))
 			}
 		}
 		for _, imp := range p.Imports {
 			if slices.Contains(forbiddenImports[rel], imp) {
-				t.Errorf("%s imports %s", rel, imp)
+				errs = append(errs, fmt.Sprintf("%s imports %s", rel, imp))
 			}
 		}
 		rules, ok := forbidden[rel]
@@ -148,15 +183,54 @@ func TestLayering(t *testing.T) {
 			}
 			for _, bad := range rules {
 				if dep == bad || (strings.HasSuffix(bad, "/") && strings.HasPrefix(dep, bad)) || strings.HasPrefix(dep, bad+"/") {
-					t.Errorf("%s depends on %s", rel, dep)
+					errs = append(errs, fmt.Sprintf("%s depends on %s", rel, dep))
 				}
 			}
 		}
 	}
-	for rel := range forbidden {
-		if !seen[rel] {
-			t.Errorf("package %s not found: update the layering rules", rel)
+	return errs, seen
+}
+
+// TestLayeringCatches: the rules of issue 30 fail a graph that breaks
+// them — the model loop reaching a file-system reader, the protocol layer
+// reading files or deciding permissions itself, the repository package
+// leaning on anything of ours but untrusted reads — and pass the same
+// graph once it keeps them.
+func TestLayeringCatches(t *testing.T) {
+	t.Parallel()
+	broken := []pkg{
+		{ImportPath: module + "agent", Deps: []string{module + "tools", module + "internal/repo", module + "changes", "os"}, Imports: []string{module + "tools", module + "changes", "os"}},
+		{ImportPath: module + "acp", Deps: []string{module + "turn", module + "permission", module + "internal/untrusted"}, Imports: []string{module + "turn", module + "permission", module + "internal/untrusted", "os"}},
+		{ImportPath: module + "internal/repo", Deps: []string{module + "internal/untrusted", module + "agent"}, Imports: []string{module + "internal/untrusted", module + "agent"}},
+		{ImportPath: module + "turn", Deps: []string{module + "acp", module + "agent"}, Imports: []string{module + "acp", module + "agent"}},
+	}
+	want := []string{
+		"agent imports os",
+		"agent depends on " + module + "internal/repo",
+		"agent depends on " + module + "changes",
+		"acp imports " + module + "permission",
+		"acp imports " + module + "internal/untrusted",
+		"acp imports os",
+		"internal/repo depends on " + module + "agent",
+		"turn depends on " + module + "acp",
+	}
+	errs, _ := violations(broken)
+	for _, w := range want {
+		if !slices.Contains(errs, w) {
+			t.Errorf("not caught: %s (caught: %q)", w, errs)
 		}
+	}
+	if len(errs) != len(want) {
+		t.Errorf("caught %d, want %d: %q", len(errs), len(want), errs)
+	}
+	kept := []pkg{
+		{ImportPath: module + "agent", Deps: []string{module + "tools"}, Imports: []string{module + "tools"}},
+		{ImportPath: module + "acp", Deps: []string{module + "turn", module + "permission", module + "internal/untrusted"}, Imports: []string{module + "turn"}},
+		{ImportPath: module + "internal/repo", Deps: []string{module + "internal/untrusted"}, Imports: []string{module + "internal/untrusted"}},
+		{ImportPath: module + "turn", Deps: []string{module + "agent", module + "permission"}, Imports: []string{module + "agent", module + "permission"}},
+	}
+	if errs, _ := violations(kept); len(errs) > 0 {
+		t.Errorf("a graph that keeps the rules fails them: %q", errs)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/dsh-acp/dsh-acp/internal/repo"
 	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 )
 
@@ -50,17 +51,10 @@ func (r *Rules) Path() string { return r.path }
 // above it holding .git (a directory, or a file in a worktree), else the
 // directory itself.
 func Root(dir string) string {
-	dir = filepath.Clean(dir)
-	for d := dir; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return dir
-		}
-		d = parent
+	if top := repo.Top(dir); top != "" {
+		return top
 	}
+	return filepath.Clean(dir)
 }
 
 // Keys returns the keys allowed in the project of cwd.

@@ -1,4 +1,4 @@
-package acp
+package turn
 
 import (
 	"os"
@@ -39,7 +39,7 @@ func TestReadInside(t *testing.T) {
 	if err := os.MkdirAll(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string]string{"outside.txt": "secret", "cwd/in.txt": "inside", "cwd/bin": "a\x00b", "cwd/big.txt": strings.Repeat("x", maxResourceText+100)} {
+	for name, text := range map[string]string{"outside.txt": "secret", "cwd/in.txt": "inside", "cwd/bin": "a\x00b", "cwd/big.txt": strings.Repeat("x", MaxResourceText+100)} {
 		if err := os.WriteFile(filepath.Join(outer, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -65,11 +65,11 @@ func TestReadInside(t *testing.T) {
 		}
 	}
 	big, err := readInside(filepath.Join(cwd, "big.txt"), cwd)
-	if err != nil || len(big) != maxResourceText+1 {
+	if err != nil || len(big) != MaxResourceText+1 {
 		t.Fatalf("big: %d bytes, %v; want the bound plus one", len(big), err)
 	}
 	text := contextText("file:///x", "/x", big)
-	if !strings.HasSuffix(text, "\n[only the first 10485759 bytes are shown; read the file for the rest]\n</context>") || strings.Contains(text, strings.Repeat("x", maxResourceText+1)) {
+	if !strings.HasSuffix(text, "\n[only the first 10485759 bytes are shown; read the file for the rest]\n</context>") || strings.Contains(text, strings.Repeat("x", MaxResourceText+1)) {
 		t.Errorf("cut text ends %q", text[len(text)-120:])
 	}
 }
@@ -77,9 +77,9 @@ func TestReadInside(t *testing.T) {
 func TestContextTextCutsAtACharacter(t *testing.T) {
 	t.Parallel()
 	// The bound falls inside the last "é" (2 bytes): it is left out whole.
-	text := strings.Repeat("a", maxResourceText-1) + "éé"
+	text := strings.Repeat("a", MaxResourceText-1) + "éé"
 	got := contextText("u", "", text)
-	if !strings.Contains(got, strings.Repeat("a", maxResourceText-1)+"\n[only the first") {
+	if !strings.Contains(got, strings.Repeat("a", MaxResourceText-1)+"\n[only the first") {
 		t.Errorf("cut inside a character: ends %q", got[len(got)-100:])
 	}
 }

@@ -1,12 +1,14 @@
 //go:build unix
 
-package changes
+package repo_test
 
 import (
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/repo"
 )
 
 // An ignore file that is not a regular file has no patterns, at once: a
@@ -27,11 +29,11 @@ func TestIgnoreFilesNeverBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{fifo, zero} {
-		if ps := readPatterns(f, nil); len(ps) != 0 {
+		if ps := repo.ReadPatterns(f, nil); len(ps) != 0 {
 			t.Errorf("%s: %d patterns, want none", f, len(ps))
 		}
 	}
-	if ps := readPatterns(plain, nil); len(ps) != 2 {
+	if ps := repo.ReadPatterns(plain, nil); len(ps) != 2 {
 		t.Errorf("a regular ignore file: %d patterns, want 2", len(ps))
 	}
 }

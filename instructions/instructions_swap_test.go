@@ -1,6 +1,6 @@
 //go:build unix
 
-package agent_test
+package instructions_test
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/instructions"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
@@ -38,7 +38,7 @@ func TestInstructionsLinkSwappedInNeverRead(t *testing.T) {
 	secret := writeSecret(t)
 	path := filepath.Join(cwd, "AGENTS.md")
 	attack := testutil.SwapLink(t, path, secret, []byte("be brief\n"))
-	var in agent.Instructions
+	var in instructions.Reader
 	// Until the attack swapped a link in often enough to win a race of a
 	// few percent many times over, within a bound for a starved attacker.
 	read := 0
@@ -73,7 +73,7 @@ func TestInstructionsGitHeadLinkOutNotRead(t *testing.T) {
 		if err := os.Symlink(secret, filepath.Join(cwd, link)); err != nil {
 			t.Fatal(err)
 		}
-		var in agent.Instructions
+		var in instructions.Reader
 		if set, _ := in.Load(cwd, ""); set.Detached != "" || set.Branch != "" {
 			t.Errorf("%s linked out of the project: branch %q, commit %q", link, set.Branch, set.Detached)
 		}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package agent_test
+package instructions_test
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/instructions"
 )
 
 // A FIFO named .git (or HEAD in it), which a command in the project can
@@ -28,7 +28,7 @@ func TestInstructionsGitFIFONeverBlocks(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(cwd, "AGENTS.md"), []byte("be brief\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var in agent.Instructions
+		var in instructions.Reader
 		set, _ := in.Load(cwd, "")
 		if set.Branch != "" || set.Detached != "" || len(set.Files) != 1 {
 			t.Errorf("%s a FIFO: %+v", fifo, set)
@@ -50,7 +50,7 @@ func TestInstructionsHugeFileBounded(t *testing.T) {
 	f.Close()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	var in agent.Instructions
+	var in instructions.Reader
 	set, _ := in.Load(cwd, "")
 	runtime.ReadMemStats(&after)
 	if len(set.Files) != 1 || !set.Files[0].Truncated {

@@ -1,7 +1,6 @@
-package agent_test
+package instructions_test
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/instructions"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/system-prompt*.golden")
 
 // write creates path (and its directories) with text.
 func write(t *testing.T, path, text string) {
@@ -40,7 +38,7 @@ func repo(t *testing.T) (outer, root string) {
 	outer = t.TempDir()
 	root = filepath.Join(outer, "repo")
 	write(t, filepath.Join(root, ".git", "HEAD"), "ref: refs/heads/feature/x\n")
-	write(t, filepath.Join(outer, agent.AgentsFile), "ABOVE THE ROOT\n")
+	write(t, filepath.Join(outer, instructions.AgentsFile), "ABOVE THE ROOT\n")
 	return outer, root
 }
 
@@ -50,16 +48,16 @@ func TestInstructionsChainOrder(t *testing.T) {
 	user := filepath.Join(t.TempDir(), "AGENTS.md")
 	write(t, user, "user rules\n")
 	cwd := filepath.Join(root, "a", "b")
-	write(t, filepath.Join(root, agent.AgentsFile), "root rules\n")
+	write(t, filepath.Join(root, instructions.AgentsFile), "root rules\n")
 	// a has only CLAUDE.md: it stands in.
-	write(t, filepath.Join(root, "a", agent.ClaudeFile), "a claude rules\n")
+	write(t, filepath.Join(root, "a", instructions.ClaudeFile), "a claude rules\n")
 	// b has both: AGENTS.md wins, CLAUDE.md is not read.
-	write(t, filepath.Join(cwd, agent.AgentsFile), "b rules\n")
-	write(t, filepath.Join(cwd, agent.ClaudeFile), "b claude rules\n")
+	write(t, filepath.Join(cwd, instructions.AgentsFile), "b rules\n")
+	write(t, filepath.Join(cwd, instructions.ClaudeFile), "b claude rules\n")
 
-	var in agent.Instructions
+	var in instructions.Reader
 	set, read := in.Load(cwd, user)
-	want := []string{user, filepath.Join(root, agent.AgentsFile), filepath.Join(root, "a", agent.ClaudeFile), filepath.Join(cwd, agent.AgentsFile)}
+	want := []string{user, filepath.Join(root, instructions.AgentsFile), filepath.Join(root, "a", instructions.ClaudeFile), filepath.Join(cwd, instructions.AgentsFile)}
 	if d := cmp.Diff(want, paths(set.Files)); d != "" {
 		t.Fatalf("files (-want +got):\n%s", d)
 	}
@@ -83,7 +81,7 @@ func TestInstructionsChainOrder(t *testing.T) {
 			t.Errorf("prompt contains %q", s)
 		}
 	}
-	if !strings.Contains(prompt, `<instructions path="`+filepath.Join(cwd, agent.AgentsFile)+`">`+"\nb rules\n</instructions>") {
+	if !strings.Contains(prompt, `<instructions path="`+filepath.Join(cwd, instructions.AgentsFile)+`">`+"\nb rules\n</instructions>") {
 		t.Errorf("cwd file not under its path:\n%s", prompt)
 	}
 }
@@ -92,11 +90,11 @@ func TestInstructionsNoRepositoryReadsCwdOnly(t *testing.T) {
 	t.Parallel()
 	parent := t.TempDir()
 	cwd := filepath.Join(parent, "work")
-	write(t, filepath.Join(parent, agent.AgentsFile), "parent rules\n")
-	write(t, filepath.Join(cwd, agent.ClaudeFile), "cwd claude\n")
-	var in agent.Instructions
+	write(t, filepath.Join(parent, instructions.AgentsFile), "parent rules\n")
+	write(t, filepath.Join(cwd, instructions.ClaudeFile), "cwd claude\n")
+	var in instructions.Reader
 	set, _ := in.Load(cwd, "")
-	if d := cmp.Diff([]string{filepath.Join(cwd, agent.ClaudeFile)}, paths(set.Files)); d != "" {
+	if d := cmp.Diff([]string{filepath.Join(cwd, instructions.ClaudeFile)}, paths(set.Files)); d != "" {
 		t.Fatalf("files (-want +got):\n%s", d)
 	}
 	if set.Root != "" {
@@ -108,7 +106,7 @@ func TestInstructionsRepoRootStop(t *testing.T) {
 	t.Parallel()
 	_, root := repo(t)
 	// The root itself as cwd, with a worktree-style .git file elsewhere.
-	var in agent.Instructions
+	var in instructions.Reader
 	set, read := in.Load(root, "")
 	if len(set.Files) != 0 || read != nil {
 		t.Fatalf("read %v (show %+v); nothing above the root may be read", paths(set.Files), read)
@@ -129,12 +127,12 @@ func TestInstructionsCutAt32KiB(t *testing.T) {
 	user := filepath.Join(t.TempDir(), "AGENTS.md")
 	cwd := filepath.Join(root, "sub")
 	write(t, user, strings.Repeat("u", 10<<10))
-	write(t, filepath.Join(root, agent.AgentsFile), strings.Repeat("r", 20<<10))
-	write(t, filepath.Join(cwd, agent.AgentsFile), strings.Repeat("c", 12<<10))
-	var in agent.Instructions
+	write(t, filepath.Join(root, instructions.AgentsFile), strings.Repeat("r", 20<<10))
+	write(t, filepath.Join(cwd, instructions.AgentsFile), strings.Repeat("c", 12<<10))
+	var in instructions.Reader
 	set, read := in.Load(cwd, user)
 	// 20 + 12 fit in 32 KiB; the user's file, the farthest, is cut.
-	want := []string{filepath.Join(root, agent.AgentsFile), filepath.Join(cwd, agent.AgentsFile)}
+	want := []string{filepath.Join(root, instructions.AgentsFile), filepath.Join(cwd, instructions.AgentsFile)}
 	if d := cmp.Diff(want, paths(set.Files)); d != "" {
 		t.Fatalf("kept (-want +got):\n%s", d)
 	}
@@ -147,7 +145,7 @@ func TestInstructionsCutAt32KiB(t *testing.T) {
 	}
 
 	// A nearest file alone over the bound keeps its beginning.
-	write(t, filepath.Join(cwd, agent.AgentsFile), "héllo"+strings.Repeat("é", 20<<10))
+	write(t, filepath.Join(cwd, instructions.AgentsFile), "héllo"+strings.Repeat("é", 20<<10))
 	set, _ = in.Load(cwd, user)
 	if len(set.Files) != 1 || !set.Files[0].Truncated || len(set.Files[0].Text) > agent.MaxInstructions {
 		t.Fatalf("oversized nearest file: %d files, truncated %v", len(set.Files), len(set.Files) == 1 && set.Files[0].Truncated)
@@ -155,7 +153,7 @@ func TestInstructionsCutAt32KiB(t *testing.T) {
 	if !strings.HasPrefix(set.Files[0].Text, "héllo") || !strings.HasSuffix(set.Files[0].Text, "é") {
 		t.Errorf("cut inside a character or not at the end")
 	}
-	if d := cmp.Diff([]string{user, filepath.Join(root, agent.AgentsFile)}, set.Cut); d != "" {
+	if d := cmp.Diff([]string{user, filepath.Join(root, instructions.AgentsFile)}, set.Cut); d != "" {
 		t.Errorf("cut (-want +got):\n%s", d)
 	}
 }
@@ -163,9 +161,9 @@ func TestInstructionsCutAt32KiB(t *testing.T) {
 func TestInstructionsChangeBetweenPrompts(t *testing.T) {
 	t.Parallel()
 	_, root := repo(t)
-	file := filepath.Join(root, agent.AgentsFile)
+	file := filepath.Join(root, instructions.AgentsFile)
 	write(t, file, "use make check\n")
-	var in agent.Instructions
+	var in instructions.Reader
 	set, read := in.Load(root, "")
 	if set.Files[0].Text != "use make check\n" || read == nil {
 		t.Fatalf("first load: %+v, shown %+v", set.Files, read)
@@ -196,44 +194,6 @@ func TestInstructionsChangeBetweenPrompts(t *testing.T) {
 	}
 }
 
-// TestSystemPromptGolden pins the whole system prompt: without instruction
-// files (and its size, which must stay under 1,500 tokens), and with some.
-func TestSystemPromptGolden(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
-	bare := agent.SystemPrompt(agent.PromptEnv{Now: now, OS: "linux", Cwd: "/home/u/project",
-		Project: agent.InstructionSet{Root: "/home/u/project", Branch: "main"}})
-	with := agent.SystemPrompt(agent.PromptEnv{Now: now, OS: "darwin", Cwd: "/home/u/project/web",
-		Project: agent.InstructionSet{Root: "/home/u/project", Detached: "0123456",
-			Files: []agent.InstructionFile{
-				{Path: "/home/u/.config/dsh-acp/AGENTS.md", Text: "Answer in British English.\n"},
-				{Path: "/home/u/project/web/AGENTS.md", Text: "Run `make check` before you say done.\nNever touch vendor/.\n", Truncated: true},
-			},
-			Cut: []string{"/home/u/project/AGENTS.md"}}})
-	for name, got := range map[string]string{"system-prompt.golden": bare, "system-prompt-instructions.golden": with} {
-		path := filepath.Join("testdata", name)
-		if *update {
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(string(want), got); d != "" {
-			t.Errorf("%s (-want +got):\n%s", name, d)
-		}
-	}
-	// The same rough count the agent uses for its estimates (about 4 bytes
-	// a token for English), with a margin: at most 5,000 bytes.
-	if len(bare) > 5000 {
-		t.Errorf("system prompt without instructions is %d bytes (about %d tokens); keep it under 1,500 tokens", len(bare), len(bare)/4)
-	}
-	t.Logf("system prompt without instructions: %d bytes, ~%d tokens", len(bare), agent.EstimateMessages([]agent.Message{{Role: agent.RoleSystem, Content: bare}}))
-}
-
 // BenchmarkInstructionsLoad is what each prompt pays for its project
 // instructions when nothing changed: a cwd three directories below the
 // repository root, with AGENTS.md at the root and in the cwd, and the
@@ -242,10 +202,10 @@ func BenchmarkInstructionsLoad(b *testing.B) {
 	root := b.TempDir()
 	cwd := filepath.Join(root, "a", "b", "c")
 	for path, text := range map[string]string{
-		filepath.Join(root, ".git", "HEAD"):      "ref: refs/heads/main\n",
-		filepath.Join(root, agent.AgentsFile):    strings.Repeat("root rule\n", 400),
-		filepath.Join(cwd, agent.AgentsFile):     strings.Repeat("cwd rule\n", 100),
-		filepath.Join(root, "user", "AGENTS.md"): "user rule\n",
+		filepath.Join(root, ".git", "HEAD"):          "ref: refs/heads/main\n",
+		filepath.Join(root, instructions.AgentsFile): strings.Repeat("root rule\n", 400),
+		filepath.Join(cwd, instructions.AgentsFile):  strings.Repeat("cwd rule\n", 100),
+		filepath.Join(root, "user", "AGENTS.md"):     "user rule\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			b.Fatal(err)
@@ -254,7 +214,7 @@ func BenchmarkInstructionsLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var in agent.Instructions
+	var in instructions.Reader
 	user := filepath.Join(root, "user", "AGENTS.md")
 	now := time.Now()
 	b.ReportAllocs()
@@ -274,12 +234,12 @@ func TestInstructionsLinkOutOfTheProjectNotRead(t *testing.T) {
 	_, root := repo(t)
 	secret := filepath.Join(t.TempDir(), "credentials")
 	write(t, secret, "aws_secret_access_key = SECRET\n")
-	if err := os.Symlink(secret, filepath.Join(root, agent.AgentsFile)); err != nil {
+	if err := os.Symlink(secret, filepath.Join(root, instructions.AgentsFile)); err != nil {
 		t.Fatal(err)
 	}
 	sub := filepath.Join(root, "sub")
 	write(t, filepath.Join(sub, "docs", "rules.md"), "sub rules\n")
-	if err := os.Symlink(filepath.Join("docs", "rules.md"), filepath.Join(sub, agent.ClaudeFile)); err != nil {
+	if err := os.Symlink(filepath.Join("docs", "rules.md"), filepath.Join(sub, instructions.ClaudeFile)); err != nil {
 		t.Fatal(err)
 	}
 	userDir := t.TempDir()
@@ -288,9 +248,9 @@ func TestInstructionsLinkOutOfTheProjectNotRead(t *testing.T) {
 	if err := os.Symlink(filepath.Join(userDir, "dotfiles", "AGENTS.md"), user); err != nil {
 		t.Fatal(err)
 	}
-	var in agent.Instructions
+	var in instructions.Reader
 	set, _ := in.Load(sub, user)
-	if d := cmp.Diff([]string{user, filepath.Join(sub, agent.ClaudeFile)}, paths(set.Files)); d != "" {
+	if d := cmp.Diff([]string{user, filepath.Join(sub, instructions.ClaudeFile)}, paths(set.Files)); d != "" {
 		t.Errorf("files (-want +got):\n%s", d)
 	}
 	for _, f := range set.Files {
