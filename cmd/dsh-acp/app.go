@@ -252,7 +252,16 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 	// names the timeouts the executor enforces.
 	limits := cfg.limits()
 	tmp := cfg.tempParent()
-	removeLeftovers(tmp, log)
+	// Beside serving, not before it: the editor's initialize answer need
+	// not wait for a listing of $TMPDIR (hundreds of names on a shared
+	// machine: the largest part of our own start-up). Only gone agents'
+	// directories go, which nothing of this agent touches; close waits.
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		removeLeftovers(tmp, log)
+	}()
+	a.cleanup.push(func() error { <-swept; return nil })
 	if useWatchdog {
 		a.guard = newGuard(log, limits.KillGrace, tmp)
 		a.cleanup.push(a.guard.close)

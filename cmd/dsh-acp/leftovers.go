@@ -26,8 +26,8 @@ func (c *config) tempParent() string {
 // that are gone: a SIGKILL (how editors end agents) leaves them, with the
 // full output of their commands, when the agent's watchdog could not
 // remove them either. A live agent's, another user's and an older agent's
-// unnamed ones stay (see agentdir). It reads names only, before serving:
-// the editor's initialize answer waits for one listing of $TMPDIR.
+// unnamed ones stay (see agentdir). It reads names only, and runs beside
+// serving (see newApp).
 func removeLeftovers(tmp string, log *zap.Logger) {
 	removed, err := agentdir.RemoveGone(tmp)
 	if err != nil {

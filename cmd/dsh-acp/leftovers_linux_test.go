@@ -135,8 +135,11 @@ func TestLeftoversOfGoneAgentsRemovedAtStart(t *testing.T) {
 		keep = append(keep, other)
 	}
 	p := startAgentEnv(t, writeScript(t, `{"text":"hi"}`), []string{"TMPDIR=" + tmp})
-	// The sweep is done before the agent serves.
+	// The sweep runs beside serving (the initialize answer does not wait
+	// for it), and is done by the agent's exit at the latest.
 	p.call(ctx, "initialize", map[string]any{"protocolVersion": 1})
+	_ = p.stdin.Close()
+	p.waitExit(ctx, false)
 	for _, d := range goneDirs {
 		if _, err := os.Lstat(d); !os.IsNotExist(err) {
 			t.Errorf("%s: %v", d, err)
@@ -147,6 +150,4 @@ func TestLeftoversOfGoneAgentsRemovedAtStart(t *testing.T) {
 			t.Errorf("%s: %v", d, err)
 		}
 	}
-	_ = p.stdin.Close()
-	p.waitExit(ctx, false)
 }
