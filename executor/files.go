@@ -86,13 +86,19 @@ func (l *Local) Files(a FileAccess) (Files, error) {
 
 // FilesAreHosts reports whether the file operations see the agent's own
 // files (so an editor on this machine sees the same ones): unconfined, or
-// confined on this host. False when a Confiner runs commands elsewhere.
+// confined on this host. False when a Confiner runs commands elsewhere
+// (it says so with a FilesAreHosts method of its own).
 func (l *Local) FilesAreHosts() bool {
 	if !l.opts.ConfineAll || l.opts.Confine == nil {
 		return true
 	}
-	_, ok := l.opts.Confine.(FileConfiner)
-	return ok
+	if _, ok := l.opts.Confine.(FileConfiner); !ok {
+		return false
+	}
+	if h, ok := l.opts.Confine.(interface{ FilesAreHosts() bool }); ok {
+		return h.FilesAreHosts()
+	}
+	return true
 }
 
 // HostFiles are file operations done directly, by the agent.
@@ -140,16 +146,17 @@ func readOpen(f *os.File, max int64) ([]byte, error) {
 	return buf, nil
 }
 
-var errIsDir = errors.New("is a directory")
+// ErrIsDirectory: a read or a write of a directory.
+var ErrIsDirectory = errors.New("is a directory")
 
 // ErrIsDir reports whether err says a path is a directory.
-func ErrIsDir(err error) bool { return errors.Is(err, errIsDir) }
+func ErrIsDir(err error) bool { return errors.Is(err, ErrIsDirectory) }
 
 // WriteFile is Files'. The file is written in place (a link at the path
 // is followed, a hard link stays one, the mode stays).
 func (HostFiles) WriteFile(path string, data []byte) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return &fs.PathError{Op: "write", Path: path, Err: errIsDir}
+		return &fs.PathError{Op: "write", Path: path, Err: ErrIsDirectory}
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
@@ -234,7 +241,7 @@ func (c CheckedFiles) WriteFile(path string, data []byte) error {
 	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(real), unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		if errors.Is(err, unix.EISDIR) {
-			err = errIsDir
+			err = ErrIsDirectory
 		}
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
@@ -310,7 +317,7 @@ func rootRel(path string) string {
 func notRegular(path string, err error) error {
 	if errors.Is(err, untrusted.ErrNotRegular) {
 		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
-			return &fs.PathError{Op: "read", Path: path, Err: errIsDir}
+			return &fs.PathError{Op: "read", Path: path, Err: ErrIsDirectory}
 		}
 	}
 	return err

@@ -187,10 +187,18 @@ func (h *harness) spawn() {
 	// offers must not depend on the kernel the goldens are run on.
 	args := append([]string{"--script", scriptPath, "--script-record", h.record, "--log-file", h.logPath, "--log-level", "debug", "--sandbox=off"}, append(sc.flags, h.extraFlags...)...)
 	var dockerEnv []string
-	if os.Getenv(testExecutorEnv) == "docker" {
+	if os.Getenv(testExecutorEnv) == "docker" || sc.dockerHost != "" {
 		// The test engine (.ci/docker-up) and its image.
 		e := dockertest.Need(t)
-		dockerEnv = []string{"DOCKER_HOST=" + e.Host, "DSH_DOCKER_IMAGE=" + e.Image}
+		host := e.Host
+		if sc.dockerHost != "" {
+			host = sc.dockerHost
+		}
+		dockerEnv = []string{"DOCKER_HOST=" + host, "DSH_DOCKER_IMAGE=" + e.Image, testExecutorEnv + "=docker"}
+		if sc.dockerHost != "" && !dockertest.Required() {
+			// Not built beside the binary by TestMain.
+			args = append(args, "--docker-helper", dockertest.Helper(t))
+		}
 		// Scenarios read the harness's files under $TMP (gates, the log
 		// copy) and name workdirs outside the session's: the containers
 		// see $TMP, read-only but for the session's directory.
@@ -207,7 +215,7 @@ func (h *harness) spawn() {
 		"DSH_TRANSCRIPT_RUN=" + token,
 		"GORACE=halt_on_error=1",
 	}
-	if v := os.Getenv(testExecutorEnv); v != "" {
+	if v := os.Getenv(testExecutorEnv); v != "" && sc.dockerHost == "" {
 		// The binary confines every command (see sandboxedRun).
 		h.cmd.Env = append(h.cmd.Env, testExecutorEnv+"="+v)
 	}

@@ -71,6 +71,7 @@ func TestMain(m *testing.M) {
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
+		dockertest.RemoveHelper()
 		os.Exit(code)
 	}))
 }

@@ -41,6 +41,9 @@ type scenario struct {
 	// editor holds the client's open buffers, by path under $TMP: what it
 	// answers to fs/read_text_file (any other path is an error).
 	editor map[string][]byte
+	// dockerHost, when set, runs the binary's commands in containers of
+	// the engine at that address (TestFileToolsRemoteEngine).
+	dockerHost string
 }
 
 // step is one line of the steps file; which fields apply depends on Op

@@ -5,10 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/dsh-acp/dsh-acp/internal/dockertest"
 )
 
 const transcriptsDir = "../testdata/transcripts"
@@ -54,6 +57,46 @@ var notInContainer = map[string]string{
 	"39-file-permission": "the file tools read outside the session's directory, which a container does not see (with --executor docker that read is refused)",
 }
 
+// TestFileToolsRemoteEngine runs the file tools' scenarios with the
+// binary's commands and file operations in containers of an engine it
+// takes for a remote one (tcp://, here in front of the test engine): the
+// helper in each container does the file operations, and the model must
+// see the same bytes.
+func TestFileToolsRemoteEngine(t *testing.T) {
+	eng := dockertest.Need(t)
+	files, err := filepath.Glob(filepath.Join(transcriptsDir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host string
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+		if n, err := strconv.Atoi(name[:2]); err != nil || n < 34 || n > 42 {
+			continue
+		}
+		if host == "" {
+			host = "tcp://" + dockertest.TCPProxy(t, eng.Host)
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if why, ok := notRemote[name]; ok {
+				t.Skip(why)
+			}
+			runScenarioOn(t, file, name, host)
+		})
+	}
+	if host == "" {
+		t.Fatal("no file tools' scenarios (34 to 42) in " + transcriptsDir)
+	}
+}
+
+// notRemote are the file tools' scenarios skipped with a remote engine.
+var notRemote = map[string]string{
+	"39-file-permission": notInContainer["39-file-permission"],
+	"41-sandbox-files":   notInContainer["41-sandbox-files"],
+	"40-client-fs":       "the editor's files are this host's, and a remote engine's container has its own: reads and writes go to the container, not through the editor",
+}
+
 func runScenario(t *testing.T, file, name string) {
 	if why, ok := notSandboxed[name]; ok && os.Getenv(testExecutorEnv) == "sandbox" {
 		t.Skip("writes outside the cwd on purpose: " + why)
@@ -61,6 +104,12 @@ func runScenario(t *testing.T, file, name string) {
 	if why, ok := notInContainer[name]; ok && os.Getenv(testExecutorEnv) == "docker" {
 		t.Skip(why)
 	}
+	runScenarioOn(t, file, name, "")
+}
+
+// runScenarioOn runs one scenario; with dockerHost, in containers of the
+// engine at that address whatever DSH_TEST_EXECUTOR says.
+func runScenarioOn(t *testing.T, file, name, dockerHost string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +133,7 @@ func runScenario(t *testing.T, file, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc.dockerHost = dockerHost
 	if slices.Contains(sc.flags, "--sandbox=on") {
 		if abi, err := ll.LandlockGetABIVersion(); err != nil || abi < 1 {
 			t.Skip("the scenario asks for the sandbox, and this kernel has no Landlock")

@@ -58,10 +58,11 @@ type box struct {
 
 	// mu guards the fields below.
 	mu      sync.Mutex
-	next    uint32                 // the last command or query id given
-	cmds    map[uint32]*remoteProc // commands not yet ended
-	queries map[uint32]chan bool   // Alive queries not yet answered
-	ended   bool                   // end was asked
+	next    uint32                     // the last command or query id given
+	cmds    map[uint32]*remoteProc     // commands not yet ended
+	queries map[uint32]chan bool       // Alive queries not yet answered
+	files   map[uint32]chan fileAnswer // file operations not yet answered
+	ended   bool                       // end was asked
 }
 
 func newBox(d *Confiner, owner, root, spill string) *box {
@@ -74,6 +75,7 @@ func newBox(d *Confiner, owner, root, spill string) *box {
 		done:    make(chan struct{}),
 		cmds:    map[uint32]*remoteProc{},
 		queries: map[uint32]chan bool{},
+		files:   map[uint32]chan fileAnswer{},
 	}
 }
 
@@ -323,6 +325,10 @@ func (b *box) serve() {
 }
 
 func (b *box) handle(f frame) {
+	if f.kind == kindFileRes {
+		b.fileAnswered(f)
+		return
+	}
 	if f.kind == kindIsAlive {
 		b.mu.Lock()
 		ch := b.queries[f.id]

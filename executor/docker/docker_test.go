@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -213,7 +212,7 @@ func TestRemoteEngineWithoutTheCwd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(cwd) })
-	addr := tcpProxy(t, eng.Host)
+	addr := dockertest.TCPProxy(t, eng.Host)
 	s := newSetup(t, setupOpts{host: "tcp://" + addr, cwd: cwd})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -224,69 +223,6 @@ func TestRemoteEngineWithoutTheCwd(t *testing.T) {
 	}
 	if left := s.containers(t); left != "" {
 		t.Errorf("a container was left: %s", left)
-	}
-}
-
-// tcpProxy listens on 127.0.0.1 and forwards each connection to the
-// engine's unix socket; it stops at cleanup.
-func tcpProxy(t *testing.T, host string) string {
-	t.Helper()
-	u, err := url.Parse(host)
-	if err != nil || u.Scheme != "unix" {
-		t.Skipf("the test engine %s is not on a unix socket", host)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	conns := make(chan net.Conn, 64)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns <- c
-		}
-	}()
-	stop := make(chan struct{})
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		var open []net.Conn
-		for {
-			select {
-			case c := <-conns:
-				up, err := net.Dial("unix", u.Path)
-				if err != nil {
-					c.Close()
-					continue
-				}
-				open = append(open, c, up)
-				go func() { _, _ = io.Copy(up, c); closeWrite(up) }()
-				go func() { _, _ = io.Copy(c, up); closeWrite(c) }()
-			case <-stop:
-				for _, c := range open {
-					c.Close()
-				}
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		close(stop)
-		<-served
-	})
-	return ln.Addr().String()
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
 	}
 }
 

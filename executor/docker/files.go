@@ -9,28 +9,47 @@ import (
 )
 
 // Files are a session's file operations as its container sees the files
-// (executor.FileConfiner). With an engine on this host the container sees
-// the session's directory at its own path (a bind mount, writable) and the
-// --docker-read paths (read-only): an operation there is done from this
-// side on the very files the container sees, as the change tracker
-// measures them; anything else is refused, since the container has other
-// files there (its image's). With a remote engine the files are that
-// host's, which this one cannot reach: executor.ErrNoFiles.
+// (executor.FileConfiner): the session's directory at its own path (a bind
+// mount, writable) and the --docker-read paths (read-only); anything else
+// is refused, since the container has other files there (its image's).
+//
+// With an engine on this host an operation is done from this side on the
+// very files the container sees, as the change tracker measures them and
+// as the editor sees them (so the editor's fs methods may carry them).
+// With a remote engine (tcp://, ssh://) the files are that host's: the
+// helper inside the session's container does each operation, under the
+// same policy resolved in the container's own files, and the answer comes
+// back over the tether.
 func (d *Confiner) Files(a executor.FileAccess) (executor.Files, error) {
 	if d.remote {
-		return nil, fmt.Errorf("%w: the engine %s is on another host", executor.ErrNoFiles, d.host)
+		if a.Root == "" {
+			return nil, fmt.Errorf("docker: file operations: no session directory")
+		}
+		return &tetherFiles{d: d, a: a}, nil
 	}
-	root := executor.ResolvePath(a.Root)
-	read := make([]string, 0, len(d.opts.Read))
-	for _, p := range d.opts.Read {
-		read = append(read, executor.ResolvePath(p))
+	return policy(a.Root, d.opts.Read), nil
+}
+
+// FilesAreHosts reports whether the file operations see this host's own
+// files: an engine on this host mounts them; a remote one has its own.
+func (d *Confiner) FilesAreHosts() bool { return !d.remote }
+
+// policy is what a session's container may see, root and read resolved in
+// the files of whoever applies it (the agent for a local engine, the
+// helper in the container for a remote one): reads inside root or a read
+// path, writes inside root.
+func policy(root string, read []string) executor.CheckedFiles {
+	root = executor.ResolvePath(root)
+	resolved := make([]string, 0, len(read))
+	for _, p := range read {
+		resolved = append(resolved, executor.ResolvePath(p))
 	}
 	return executor.CheckedFiles{Allow: func(real string, write bool) error {
 		if beneath(real, root) {
 			return nil
 		}
 		if !write {
-			for _, p := range read {
+			for _, p := range resolved {
 				if beneath(real, p) {
 					return nil
 				}
@@ -40,8 +59,8 @@ func (d *Confiner) Files(a executor.FileAccess) (executor.Files, error) {
 		if write {
 			what = "write"
 		}
-		return fmt.Errorf("the session's container does not %s it (only the session's directory%s)", what, readNote(write, read))
-	}}, nil
+		return fmt.Errorf("the session's container does not %s it (only the session's directory%s)", what, readNote(write, resolved))
+	}}
 }
 
 func readNote(write bool, read []string) string {

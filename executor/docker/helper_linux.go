@@ -77,6 +77,12 @@ func (h *helper) serve(fr *frameReader) error {
 				alive := h.alive(binary.BigEndian.Uint32(f.payload), f.payload[4] == 1)
 				h.send(kindIsAlive, f.id, []byte{boolByte(alive)})
 			}
+		case kindFileOp:
+			// On its own goroutine, as a command's start is: a large
+			// file or a slow disk holds up no signal. The payload is
+			// the reader's until the next frame.
+			payload := append([]byte(nil), f.payload...)
+			go h.file(f.id, payload)
 		default:
 			return fmt.Errorf("unknown frame kind %q", f.kind)
 		}
@@ -88,6 +94,24 @@ func (h *helper) send(kind byte, id uint32, payload []byte) {
 		// The agent is gone: stdin ends next, and with it everything.
 		fmt.Fprintln(h.log, "dsh-acp helper: write:", err)
 	}
+}
+
+// file does one file operation and sends its answer.
+func (h *helper) file(id uint32, payload []byte) {
+	var req fileReq
+	data, err := decodeFileMsg(payload, &req)
+	var res fileRes
+	var out []byte
+	if err != nil {
+		res.Err = &wireErr{Msg: "bad file request: " + err.Error()}
+	} else {
+		res, out = serveFile(req, data)
+	}
+	msg, err := encodeFileMsg(res, out)
+	if err != nil {
+		msg, _ = encodeFileMsg(fileRes{Err: &wireErr{Msg: err.Error()}}, nil)
+	}
+	h.send(kindFileRes, id, msg)
 }
 
 // start runs one command as the executor would: bash -c in a session of

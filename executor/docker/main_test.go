@@ -58,6 +58,12 @@ func newSetup(t testing.TB, o setupOpts) *setup {
 	return newSetupWith(t, o, nil)
 }
 
+// newSetupRead is newSetup with --docker-read paths.
+func newSetupRead(t testing.TB, o setupOpts, read []string) *setup {
+	t.Helper()
+	return newSetupWith(t, o, func(opts *docker.Options) { opts.Read = read })
+}
+
 // newSetupWith is newSetup with the Confiner's options changed by edit.
 func newSetupWith(t testing.TB, o setupOpts, edit func(*docker.Options)) *setup {
 	t.Helper()

@@ -19,6 +19,7 @@ const (
 	kindStart  = 'S' // id: command; payload: startReq as JSON
 	kindSignal = 'K' // id: command; payload: signal number (1 byte), session walk (1 byte)
 	kindAlive  = 'A' // id: query; payload: command id (4 bytes), session walk (1 byte)
+	kindFileOp = 'R' // id: query; payload: a file operation (fileReq, see encodeFileMsg)
 
 	// helper → agent
 	kindStarted = 'P' // id: command; payload: the shell's pid in the container (4 bytes)
@@ -29,13 +30,19 @@ const (
 	kindErrEOF  = 'e' // id: command; stderr is at its end
 	kindExit    = 'X' // id: command; payload: the shell's wait status (4 bytes)
 	kindIsAlive = 'a' // id: query; payload: 1 if alive, else 0
+	kindFileRes = 'r' // id: query; payload: the file operation's result (fileRes, see encodeFileMsg)
 )
 
 const headerLen = 9
 
 // maxPayload bounds a frame: output goes in reads of at most 64 KiB, a
-// start carries one command and its environment.
-const maxPayload = 16 << 20
+// start carries one command and its environment, a file operation at most
+// maxFileData bytes of a file and its description.
+const maxPayload = maxFileData + 1<<20
+
+// maxFileData bounds the bytes of one file read or written through the
+// helper: the file tools take files of at most 16 MiB whole.
+const maxFileData = 16 << 20
 
 // startReq is one command for the helper to start.
 type startReq struct {
@@ -84,6 +91,9 @@ type frame struct {
 	payload []byte
 }
 
+// bigFrame is the largest frame whose buffer a frameReader keeps.
+const bigFrame = 128 << 10
+
 // frameReader reads frames.
 type frameReader struct {
 	r   *bufio.Reader
@@ -107,10 +117,16 @@ func (fr *frameReader) read() (frame, error) {
 	if n > maxPayload {
 		return frame{}, fmt.Errorf("tether: frame of %d bytes", n)
 	}
-	if cap(fr.buf) < int(n) {
-		fr.buf = make([]byte, n)
+	var buf []byte
+	if n > bigFrame {
+		// A file's bytes: not kept for the next frame.
+		buf = make([]byte, n)
+	} else {
+		if cap(fr.buf) < int(n) {
+			fr.buf = make([]byte, n)
+		}
+		buf = fr.buf[:n]
 	}
-	buf := fr.buf[:n]
 	if _, err := io.ReadFull(fr.r, buf); err != nil {
 		return frame{}, fmt.Errorf("tether: short frame: %w", err)
 	}

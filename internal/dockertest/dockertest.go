@@ -8,6 +8,9 @@ package dockertest
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,4 +113,69 @@ func BuildHelper(path string) error {
 		return fmt.Errorf("go build: %w: %s", err, out)
 	}
 	return nil
+}
+
+// TCPProxy listens on 127.0.0.1 and forwards each connection to the
+// engine's unix socket host (unix://PATH), so the tests reach the same
+// engine as a remote one (tcp://); it stops at cleanup and returns the
+// address.
+func TCPProxy(t testing.TB, host string) string {
+	t.Helper()
+	u, err := url.Parse(host)
+	if err != nil || u.Scheme != "unix" {
+		t.Skipf("the test engine %s is not on a unix socket", host)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	conns := make(chan net.Conn, 64)
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+		}
+	}()
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		var open []net.Conn
+		for {
+			select {
+			case c := <-conns:
+				up, err := net.Dial("unix", u.Path)
+				if err != nil {
+					c.Close()
+					continue
+				}
+				open = append(open, c, up)
+				go func() { _, _ = io.Copy(up, c); closeWrite(up) }()
+				go func() { _, _ = io.Copy(c, up); closeWrite(c) }()
+			case <-stop:
+				for _, c := range open {
+					c.Close()
+				}
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		close(stop)
+		<-served
+	})
+	return ln.Addr().String()
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
 }
