@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/mount"
@@ -54,10 +53,12 @@ type engine struct {
 	// which leaves HTTP once upgraded.
 	dial func(ctx context.Context) (net.Conn, error)
 
-	// mu guards version: fixed by DOCKER_API_VERSION, else asked of the
-	// engine once (its /_ping answer) and kept.
-	mu      sync.Mutex
-	version string
+	// versionLock (a one-slot semaphore, so that a waiter's context still
+	// ends its wait: the ping holding it may hang on a silent engine)
+	// guards version: fixed by DOCKER_API_VERSION, else asked of the engine
+	// once (its /_ping answer) and kept.
+	versionLock chan struct{}
+	version     string
 }
 
 // engineConfig is where the engine is and how to reach it.
@@ -72,7 +73,7 @@ type engineConfig struct {
 }
 
 func newEngine(c engineConfig) (*engine, error) {
-	e := &engine{host: c.host}
+	e := &engine{host: c.host, versionLock: make(chan struct{}, 1)}
 	if v := strings.TrimPrefix(strings.TrimSpace(c.getenv("DOCKER_API_VERSION")), "v"); v != "" {
 		if _, _, ok := parseVersion(v); !ok {
 			return nil, fmt.Errorf("DOCKER_API_VERSION=%s: want MAJOR.MINOR, such as 1.47", v)
@@ -242,8 +243,12 @@ func connFailed(err error) bool {
 // apiVersion is the version for requests: DOCKER_API_VERSION's, else the
 // engine's (when older than ours), asked once.
 func (e *engine) apiVersion(ctx context.Context) (string, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	select {
+	case e.versionLock <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-e.versionLock }()
 	if e.version != "" {
 		return e.version, nil
 	}

@@ -422,3 +422,48 @@ func TestCreateRequestShape(t *testing.T) {
 		t.Errorf("an empty NetworkMode is sent (the engine's default network is chosen by its absence): %s", b)
 	}
 }
+
+// TestEngineVersionWaitEndsWithItsContext: while one request's version
+// question hangs on a silent engine, another request's wait for it ends
+// with that request's context (a session's close, a removal's deadline),
+// not when the engine answers.
+func TestEngineVersionWaitEndsWithItsContext(t *testing.T) {
+	pinged := make(chan struct{})
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/_ping" {
+			close(pinged)
+			<-release
+			w.Header().Set("API-Version", "1.41")
+			return
+		}
+		listOK(w, r)
+	}))
+	defer srv.Close()
+	e := tcpEngine(t, srv, nil)
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.listContainers(context.Background(), labelAgent)
+		first <- err
+	}()
+	<-pinged
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		_, err := e.listContainers(ctx, labelAgent)
+		second <- err
+	}()
+	cancel()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the second request: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the second request waited for the first one's ping past its own context")
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("the first request: %v", err)
+	}
+}
