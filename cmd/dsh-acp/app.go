@@ -364,7 +364,7 @@ func (a *app) modelTools(cfg *config) ([]tools.Tool, error) {
 	if cfg.tools == "bash" {
 		return append(out, tools.UpdatePlan()), nil
 	}
-	ft, err := filetool.Tools(filetool.Options{Executor: a.exec, Changes: a.tracker})
+	ft, err := filetool.Tools(filetool.Options{Executor: a.exec, Changes: a.tracker, Home: cfg.getenv.first("HOME"), XDGConfigHome: cfg.getenv.first("XDG_CONFIG_HOME")})
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}

@@ -12,8 +12,9 @@
 // Decisions the issue leaves open:
 //   - Paths in results are relative to the session's directory when inside
 //     it, absolute otherwise.
-//   - glob and grep skip .git and what git ignores, as ripgrep does; bash
-//     (find, grep -r) reaches the rest.
+//   - glob and grep skip .git and what git ignores (the user's excludes,
+//     .git/info/exclude, every .gitignore), as ripgrep does; bash (find,
+//     grep -r) reaches the rest.
 //   - Lines are numbered "<n>\t<line>" (cat -n without the padding).
 package filetool
 
@@ -27,8 +28,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
 	"github.com/dsh-acp/dsh-acp/changes"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/repo"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -58,6 +62,12 @@ type Options struct {
 	// command's changes (the diffs, what a later command does not report
 	// again, what undo takes back); nil means the tools' own diffs alone.
 	Changes *changes.Tracker
+	// Home and XDGConfigHome find the user's own git excludes
+	// (core.excludesFile in Home/.gitconfig, else
+	// $XDG_CONFIG_HOME/git/ignore, XDGConfigHome empty meaning
+	// Home/.config), which glob and grep skip inside a repository as git
+	// does. Empty Home: none.
+	Home, XDGConfigHome string
 }
 
 // Tools returns read, write, edit, glob and grep over one executor.
@@ -65,14 +75,23 @@ func Tools(opts Options) ([]tools.Tool, error) {
 	if opts.Executor == nil {
 		return nil, errors.New("filetool: nil executor")
 	}
-	b := &base{ex: opts.Executor, tracker: opts.Changes}
+	b := &base{ex: opts.Executor, tracker: opts.Changes, home: opts.Home, xdg: opts.XDGConfigHome}
 	return []tools.Tool{&readTool{b}, &writeTool{b}, &editTool{b}, &globTool{b}, &grepTool{b}}, nil
 }
 
 // base is what every tool shares.
 type base struct {
-	ex      Executor
-	tracker *changes.Tracker
+	ex        Executor
+	tracker   *changes.Tracker
+	home, xdg string
+}
+
+// userExcludes are the user's git excludes, read at each search that is in
+// a repository (an edit of them applies at the next search): they are the
+// user's own settings, read here on the agent's side as the change
+// tracker reads them, whichever executor does the walk.
+func (b *base) userExcludes() []gitignore.Pattern {
+	return repo.UserExcludes(b.home, b.xdg)
 }
 
 // errorResult is an error result the model reads as "Error: <msg>".

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -426,4 +427,98 @@ func TestSandboxedCallAsksForConfinedFiles(t *testing.T) {
 	if len(ex.calls) != 1 || !ex.calls[0].Sandboxed || ex.calls[0].Root != root || ex.calls[0].Owner != "s" {
 		t.Errorf("file access = %+v", ex.calls)
 	}
+}
+
+// glob and grep skip what git ignores from every source git reads: the
+// user's excludes (core.excludesFile, else $XDG_CONFIG_HOME/git/ignore,
+// else ~/.config/git/ignore), .git/info/exclude and .gitignore, the nearer
+// rule winning; outside a repository the user's excludes do not apply.
+func TestSearchSkipsWhatGitIgnores(t *testing.T) {
+	repoFiles := map[string]string{
+		".git/HEAD":         "ref: refs/heads/main\n",
+		".git/info/exclude": "local/\n",
+		".gitignore":        "!keep.log\n",
+		"a.go":              "needle\n",
+		"debug.log":         "needle\n",
+		"keep.log":          "needle\n",
+		"local/x.go":        "needle\n",
+		"secret/s.go":       "needle\n",
+		"sub/b.go":          "needle\n",
+	}
+	each := func(t *testing.T, home, xdg string, want string) {
+		t.Helper()
+		root := t.TempDir()
+		write(t, root, repoFiles)
+		ts, err := filetool.Tools(filetool.Options{Executor: &hostExec{}, Home: home, XDGConfigHome: xdg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		caller := tools.Caller{SessionID: "s", Cwd: root}
+		var glob, grep tools.Tool
+		for _, tl := range ts {
+			switch tl.Name() {
+			case "glob":
+				glob = tl
+			case "grep":
+				grep = tl
+			}
+		}
+		var got []string
+		for _, line := range strings.Split(run(t, glob, caller, `{"pattern":"**/*"}`).Text, "\n") {
+			got = append(got, line)
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("glob: %q; want %q", strings.Join(got, " "), want)
+		}
+		var grepped []string
+		for _, line := range strings.Split(run(t, grep, caller, `{"pattern":"needle"}`).Text, "\n") {
+			if line != "" && !strings.HasPrefix(line, "1:") {
+				grepped = append(grepped, line)
+			}
+		}
+		slices.Sort(grepped)
+		if strings.Join(grepped, " ") != strings.ReplaceAll(want, ".gitignore ", "") {
+			t.Errorf("grep: %q; want %q", strings.Join(grepped, " "), strings.ReplaceAll(want, ".gitignore ", ""))
+		}
+	}
+	t.Run("XDG_CONFIG_HOME", func(t *testing.T) {
+		home, xdg := t.TempDir(), t.TempDir()
+		write(t, xdg, map[string]string{"git/ignore": "*.log\nsecret/\n"})
+		write(t, home, map[string]string{".config/git/ignore": "*.go\n"}) // not read: XDG_CONFIG_HOME is set
+		each(t, home, xdg, ".gitignore a.go keep.log sub/b.go")
+	})
+	t.Run("~/.config", func(t *testing.T) {
+		home := t.TempDir()
+		write(t, home, map[string]string{".config/git/ignore": "*.log\n"})
+		each(t, home, "", ".gitignore a.go keep.log secret/s.go sub/b.go")
+	})
+	t.Run("core.excludesFile", func(t *testing.T) {
+		home := t.TempDir()
+		write(t, home, map[string]string{
+			".gitconfig":         "[core]\n\texcludesFile = ~/my-ignores\n",
+			"my-ignores":         "secret/\nsub/\n",
+			".config/git/ignore": "*.go\n", // not read: core.excludesFile wins
+		})
+		each(t, home, "", ".gitignore a.go debug.log keep.log")
+	})
+	t.Run("none", func(t *testing.T) {
+		each(t, "", "", ".gitignore a.go debug.log keep.log secret/s.go sub/b.go")
+	})
+	t.Run("outside a repository", func(t *testing.T) {
+		home, root := t.TempDir(), t.TempDir()
+		write(t, home, map[string]string{".config/git/ignore": "*.log\n"})
+		write(t, root, map[string]string{"debug.log": "needle\n"})
+		ts, err := filetool.Tools(filetool.Options{Executor: &hostExec{}, Home: home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range ts {
+			if tl.Name() == "glob" {
+				if r := run(t, tl, tools.Caller{Cwd: root}, `{"pattern":"*"}`); r.Text != "debug.log" {
+					t.Errorf("glob outside a repository: %q; want debug.log (git's excludes are a repository's)", r.Text)
+				}
+			}
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -104,7 +105,7 @@ func (t *globTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 				all []globMatch
 				mu  sync.Mutex
 			)
-			truncated, err := walk(ctx, f.x, start, func(abs, rel string, d fs.DirEntry) error {
+			truncated, err := walk(ctx, f.x, start, t.userExcludes, func(abs, rel string, d fs.DirEntry) error {
 				if ok, _ := doublestar.Match(rest, rel); ok {
 					mu.Lock()
 					all = append(all, globMatch{abs: abs, d: d})
@@ -254,7 +255,7 @@ func (t *grepTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 			if err != nil {
 				return searchError(caller, root, err)
 			}
-			g := &grep{re: re, include: include, x: f.x, editor: f}
+			g := &grep{re: re, include: include, user: t.userExcludes, x: f.x, editor: f}
 			hits, truncated, err := g.run(ctx, root)
 			if err != nil {
 				return searchError(caller, root, err)
@@ -268,6 +269,7 @@ func (t *grepTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 type grep struct {
 	re      *regexp.Regexp
 	include string
+	user    func() []gitignore.Pattern
 	x       executor.Files
 	editor  *files
 }
@@ -320,7 +322,7 @@ func (g *grep) run(ctx context.Context, root string) ([]fileHits, bool, error) {
 			}
 		}()
 	}
-	truncated, err := walk(ctx, g.x, root, func(abs, rel string, _ fs.DirEntry) error {
+	truncated, err := walk(ctx, g.x, root, g.user, func(abs, rel string, _ fs.DirEntry) error {
 		if g.include != "" && !g.includes(rel) {
 			return nil
 		}

@@ -27,14 +27,15 @@ var errWalkLimit = errors.New("too many files")
 // walk calls fn, from a few goroutines at once, for every file below root (a directory,
 // absolute) — regular files, and links to them — with its path relative
 // to root (slash-separated). It skips .git and what git ignores there (the
-// repository's .gitignore files and .git/info/exclude, as the change
-// tracker reads them), and never follows a link to a directory. Every
+// user's excludes, which user gives, .git/info/exclude and the
+// repository's .gitignore files, as the change tracker reads them; git's
+// order, the nearer rule winning), and never follows a link to a directory. Every
 // listing and read goes through x. A directory it cannot list is skipped.
-func walk(ctx context.Context, x executor.Files, root string, fn func(abs, rel string, d fs.DirEntry) error) (truncated bool, err error) {
+func walk(ctx context.Context, x executor.Files, root string, user func() []gitignore.Pattern, fn func(abs, rel string, d fs.DirEntry) error) (truncated bool, err error) {
 	// The first error (the limit, a cancel, fn's) stops the others.
 	group, gctx := errgroup.WithContext(ctx)
 	group.SetLimit(walkers)
-	w := &walker{ctx: gctx, x: x, fn: fn, group: group}
+	w := &walker{ctx: gctx, x: x, fn: fn, group: group, user: user}
 	domain, ignore := w.repoPatterns(root)
 	err = w.dir(root, "", domain, ignore)
 	if werr := w.group.Wait(); err == nil {
@@ -53,6 +54,7 @@ const walkers = 4
 type walker struct {
 	ctx    context.Context
 	x      executor.Files
+	user   func() []gitignore.Pattern
 	fn     func(abs, rel string, d fs.DirEntry) error
 	inRepo bool
 	count  atomic.Int64
@@ -62,7 +64,7 @@ type walker struct {
 }
 
 // repoPatterns finds the repository holding root and reads the ignore
-// rules above root: .git/info/exclude and each .gitignore from the top of
+// rules above root: the user's, .git/info/exclude and each .gitignore from the top of
 // the repository down to root's parent. It returns root's path in the
 // repository and those rules; none outside a repository.
 func (w *walker) repoPatterns(root string) ([]string, []gitignore.Pattern) {
@@ -78,7 +80,12 @@ func (w *walker) repoPatterns(root string) ([]string, []gitignore.Pattern) {
 		top = parent
 	}
 	w.inRepo = true
-	ignore := w.patterns(filepath.Join(top, ".git", "info", "exclude"), nil)
+	// Git's order: a later rule wins, so the user's come first.
+	var ignore []gitignore.Pattern
+	if w.user != nil {
+		ignore = w.user()
+	}
+	ignore = append(ignore, w.patterns(filepath.Join(top, ".git", "info", "exclude"), nil)...)
 	rel, err := filepath.Rel(top, root)
 	if err != nil || rel == "." {
 		return nil, ignore
