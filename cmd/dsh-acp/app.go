@@ -187,14 +187,14 @@ func selfPath() string {
 // process sees them: which endpoint (the settings the endpoint may come
 // from) and where keys are kept. An editor may have set them for the agent
 // only; none of them holds a key.
-var signInEnvNames = []string{"DSH_BASE_URL", "XDG_CONFIG_HOME", "HOME"}
+func signInEnvNames() []string { return []string{"DSH_BASE_URL", "XDG_CONFIG_HOME", "HOME"} }
 
 func signInEnv(getenv env) map[string]string {
 	out := map[string]string{}
 	if getenv == nil {
 		return out
 	}
-	for _, n := range signInEnvNames {
+	for _, n := range signInEnvNames() {
 		if v := getenv(n); v != "" {
 			out[n] = v
 		}
@@ -262,7 +262,7 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 		removeLeftovers(tmp, log)
 	}()
 	a.cleanup.push(func() error { <-swept; return nil })
-	if useWatchdog {
+	if cfg.process {
 		a.guard = newGuard(log, limits.KillGrace, tmp)
 		a.cleanup.push(a.guard.close)
 	}
@@ -345,7 +345,7 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 		Sessions:   a.sessions,
 		Turns:      turns,
 		OnShutdown: a.endCommands,
-		Version:    version,
+		Version:    version(),
 		Models:     newModelLister(cfg, op),
 		SignIn:     signIn(cfg, op),
 		Logger:     log.Named("acp"),
@@ -445,7 +445,7 @@ func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executo
 	if err != nil {
 		return errors.Join(fmt.Errorf("start executor: %w", err), confine.Close())
 	}
-	if names := append(slices.Clone(droppedAtStart), ex.Withheld()...); len(names) > 0 {
+	if names := append(slices.Clone(cfg.dropped), ex.Withheld()...); len(names) > 0 {
 		slices.Sort(names)
 		// Warn, so it shows at the default level: a user whose build
 		// needs one of these should learn why it is missing.

@@ -16,6 +16,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/internal/execclient"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
@@ -139,7 +140,7 @@ func startInProcess(b *testing.B, script string, persist bool, stateDir ...strin
 		_ = a.agent.Serve(context.Background(), toAgentR, toClientW)
 		toClientW.Close()
 	}()
-	conn := acpsdk.NewClientSideConnection(&printer{w: io.Discard, yes: true}, toAgentW, toClientR)
+	conn := acpsdk.NewClientSideConnection(execclient.Client(execclient.Options{Stdout: io.Discard, Stderr: io.Discard, Yes: true}), toAgentW, toClientR)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	if _, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {

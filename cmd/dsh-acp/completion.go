@@ -56,10 +56,11 @@ func completionWords() words {
 }
 
 // dirFlags take a directory, fileFlags a file.
-var (
-	dirFlags  = []string{"cwd", "state-dir"}
-	fileFlags = []string{"script", "script-record", "mcp-config", "log-file", "docker-helper"}
-)
+func dirFlags() []string { return []string{"cwd", "state-dir"} }
+
+func fileFlags() []string {
+	return []string{"script", "script-record", "mcp-config", "log-file", "docker-helper"}
+}
 
 // values are the words flag f takes ("off|high|max" in its usage), nil
 // for a free value.
@@ -94,8 +95,8 @@ func (w words) bashValueCases() string {
 			fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", f.Name, strings.Join(v, " "))
 		}
 	}
-	fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n", strings.Join(dirFlags, "|--"))
-	fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n", strings.Join(fileFlags, "|--"))
+	fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n", strings.Join(dirFlags(), "|--"))
+	fmt.Fprintf(&b, "    --%s) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n", strings.Join(fileFlags(), "|--"))
 	b.WriteString("    --resume) COMPREPLY=($(compgen -W \"$(_dsh_acp_ids)\" -- \"$cur\")); return ;;\n")
 	return b.String()
 }
@@ -173,9 +174,9 @@ func zshCompletion(w words) string {
 			action = ":value:(" + strings.Join(v, " ") + ")"
 		case f.Name == "resume":
 			action = ":session:_dsh_acp_ids"
-		case slices.Contains(dirFlags, f.Name):
+		case slices.Contains(dirFlags(), f.Name):
 			action = ":directory:_files -/"
-		case slices.Contains(fileFlags, f.Name):
+		case slices.Contains(fileFlags(), f.Name):
 			action = ":file:_files"
 		}
 		fmt.Fprintf(&b, "    '--%s[%s]%s' \\\n", f.Name, zshQuote(firstLine(usage)), action)

@@ -81,6 +81,13 @@ type config struct {
 	mcpTimeout       time.Duration
 	allowMCPReadOnly bool
 
+	// process: this is the program itself, not a test in-process: it
+	// runs a watchdog (and exec quits on a second Ctrl-C).
+	process bool
+	// dropped are the credential variables dropped at the start's
+	// hand-over (hideSecrets).
+	dropped []string
+
 	// exec only
 	// headless: the output is for a person (exec), so logs go to stderr
 	// only when asked for with --log-level.

@@ -73,6 +73,14 @@ func TestExecPrintsDiffs(t *testing.T) {
 
 // TestExecDiffsColoured: on a terminal the diff is coloured; NO_COLOR
 // keeps it plain.
+// The colours a terminal is sent, as bytes (the exec client's own).
+const (
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiReset = "\x1b[0m"
+	ansiDim   = "\x1b[2m"
+)
+
 func TestExecDiffsColoured(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/internal/execclient"
 	"github.com/dsh-acp/dsh-acp/internal/mockllm"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
@@ -89,7 +90,7 @@ func TestExecJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errb)
 	}
-	if first := evs[0]; first["type"] != "session" || first["version"] != float64(jsonVersion) || first["cwd"] != dir || first["session_id"] == "" || first["resumed"] != false {
+	if first := evs[0]; first["type"] != "session" || first["version"] != float64(execclient.JSONVersion) || first["cwd"] != dir || first["session_id"] == "" || first["resumed"] != false {
 		t.Errorf("first event %v", first)
 	}
 	if th := joined(evs, "thought"); th != "think first" {

@@ -14,15 +14,12 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+	"golang.org/x/term"
 
 	"github.com/dsh-acp/dsh-acp/executor/docker"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	settings "github.com/dsh-acp/dsh-acp/internal/config"
 )
-
-// useWatchdog: the program (not a test building the app in-process) runs
-// a watchdog that ends its commands if it dies.
-var useWatchdog bool
 
 func main() {
 	// First of all: a sandbox helper (this binary re-executed to confine
@@ -37,7 +34,8 @@ func main() {
 	}
 	// Process-wide hardening happens here, before anything else runs:
 	// credentials out of the environment block, memory not readable.
-	if err := hideSecrets(); err != nil {
+	dropped, err := hideSecrets()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		os.Exit(1)
 	}
@@ -45,11 +43,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		os.Exit(1)
 	}
-	useWatchdog = true
-	ownSignals = true
 	// SIGHUP too: a closed terminal ends the agent as cleanly as SIGTERM.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	code := program{process: true, dropped: dropped}.run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
 }
@@ -63,12 +59,26 @@ type command struct {
 	run           func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int
 }
 
-// commandTable is every subcommand, in the order help lists them. A
-// function, not a variable: help and completion read the table itself.
-func commandTable() []command {
+// program is the binary's commands. process: the program itself (main),
+// not a test calling run in-process: it runs a watchdog that ends its
+// commands if it dies, and exec exits on a second Ctrl-C.
+type program struct {
+	process bool
+	// dropped are the credential variables hideSecrets dropped (the
+	// start-up log names them).
+	dropped []string
+}
+
+// commandTable is every subcommand, in the order help lists them, as help
+// and completion read them.
+func commandTable() []command { return program{}.commands() }
+
+// commands is every subcommand, in the order help lists them. A function,
+// not a variable: help and completion read the table itself.
+func (pr program) commands() []command {
 	return []command{
-		{"serve", "[flags]", "serve the Agent Client Protocol on stdin/stdout (the default)", runServe},
-		{"exec", "[flags] PROMPT...", "run one prompt and print what happens (PROMPT - or piped: read stdin)", runExec},
+		{"serve", "[flags]", "serve the Agent Client Protocol on stdin/stdout (the default)", pr.serve},
+		{"exec", "[flags] PROMPT...", "run one prompt and print what happens (PROMPT - or piped: read stdin)", pr.exec},
 		{"sessions", "[show ID | rm ID... | prune --older-than D] [--json|--ids]", "list, show, delete or prune the stored sessions", runSessions},
 		{"login", "[--base-url URL]", "sign in: ask for the endpoint's API key, check it, store it for that endpoint", runLogin},
 		{"logout", "[--base-url URL]", "remove the key stored for the endpoint", runLogout},
@@ -80,8 +90,8 @@ func commandTable() []command {
 	}
 }
 
-func lookupCommand(name string) (command, bool) {
-	for _, c := range commandTable() {
+func (pr program) lookup(name string) (command, bool) {
+	for _, c := range pr.commands() {
 		if c.name == name {
 			return c, true
 		}
@@ -97,11 +107,11 @@ func commandNames() []string {
 	return names
 }
 
-// run is the whole program minus process globals, so tests can drive it.
-// It returns the exit code: 0 on a clean end (stdin closed, SIGINT or
-// SIGTERM), 2 for bad flags, 1 for anything else; exec has its own (see
-// runExec).
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+// run is the whole program with its streams and environment given, so
+// tests can drive it. It returns the exit code: 0 on a clean end (stdin
+// closed, SIGINT or SIGTERM), 2 for bad flags, 1 for anything else; exec
+// has its own (see execUsage).
+func (pr program) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if n := len(args); n > 1 && args[0] == "serve" && (args[n-1] == "login" || args[n-1] == "logout") {
 		// The same with the server named: `dsh-acp serve --base-url URL login`.
 		args = args[1:]
@@ -113,9 +123,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		args = append([]string{args[n-1]}, args[:n-1]...)
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return runServe(ctx, args, stdin, stdout, stderr, getenv)
+		return pr.serve(ctx, args, stdin, stdout, stderr, getenv)
 	}
-	c, ok := lookupCommand(args[0])
+	c, ok := pr.lookup(args[0])
 	if !ok {
 		// Never guess that a stray word was meant as a prompt: exec would
 		// send it to a paid model.
@@ -129,11 +139,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // it waits for an editor's ACP frames, which looks like a hang.
 const bareTerminalLine = "dsh-acp speaks the Agent Client Protocol on stdin for editors (Ctrl-D ends it); from a terminal, use dsh-acp exec \"PROMPT\" (dsh-acp help)"
 
-func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int {
+func (pr program) serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int {
 	cfg, err := parseServe(args, getenv)
 	if code, done := settle(cfg, err, "dsh-acp", stdout, stderr); done {
 		return code
 	}
+	cfg.process, cfg.dropped = pr.process, pr.dropped
 	if isTerminal(stdin) {
 		fmt.Fprintln(stderr, bareTerminalLine)
 	}
@@ -150,7 +161,7 @@ func runHelp(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 		code, _ := settle(nil, err, "dsh-acp", stdout, stderr)
 		return code
 	}
-	c, ok := lookupCommand(args[0])
+	c, ok := program{}.lookup(args[0])
 	if !ok || len(args) > 1 {
 		fmt.Fprintf(stderr, "dsh-acp help: no command %q (commands: %s)\n", strings.Join(args, " "), strings.Join(commandNames(), ", "))
 		return 2
@@ -168,8 +179,14 @@ func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "dsh-acp version: unexpected argument %q\n", args[0])
 		return 2
 	}
-	fmt.Fprintln(stdout, "dsh-acp", version)
+	fmt.Fprintln(stdout, "dsh-acp", version())
 	return 0
+}
+
+// isTerminal reports whether s is a terminal (an *os.File that is one).
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }
 
 // settle ends the program where flags decide it: help (to stdout, exit 0),
@@ -185,7 +202,7 @@ func settle(cfg *config, err error, prefix string, stdout, stderr io.Writer) (co
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", prefix, err, prefix)
 		return 2, true
 	case cfg.version:
-		fmt.Fprintln(stdout, "dsh-acp", version)
+		fmt.Fprintln(stdout, "dsh-acp", version())
 		return 0, true
 	}
 	return 0, false
@@ -205,7 +222,7 @@ func serve(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	log.Info("serving ACP on stdio", zap.String("version", version), zap.Int("pid", os.Getpid()))
+	log.Info("serving ACP on stdio", zap.String("version", version()), zap.Int("pid", os.Getpid()))
 	serveErr := a.agent.Serve(ctx, stdin, stdout)
 	closeErr := a.close()
 	log.Info("stopped")

@@ -273,3 +273,9 @@ func TestRequestThenEOFIsAnswered(t *testing.T) {
 func promptParams(sid, text string) map[string]any {
 	return map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}}
 }
+
+// run is the program as tests drive it: not the process itself (no
+// watchdog, no exit on a second Ctrl-C).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	return program{}.run(ctx, args, stdin, stdout, stderr, getenv)
+}

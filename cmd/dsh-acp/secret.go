@@ -36,15 +36,13 @@ func isModelKey(name string) bool {
 // neededByAgent: variables the agent itself uses that may carry a password
 // (an authenticated proxy on the way to the model). They are kept in its Go
 // environment; commands still do not get them.
-var neededByAgent = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+func neededByAgent() []string {
+	return []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+}
 
 // withheldPrefix marks, in the hand-over, the name of a credential that was
 // dropped (its value is not handed over), so the start-up log can say so.
 const withheldPrefix = "\x01withheld="
-
-// droppedAtStart lists the credential variables dropped at the hand-over:
-// neither the agent nor its commands have them.
-var droppedAtStart []string
 
 // hideSecrets keeps credentials out of this process's environment block and
 // out of its memory. The executor removes them from every command's
@@ -59,8 +57,10 @@ var droppedAtStart []string
 // shows; every other credential (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, …) is
 // gone from the process altogether.
 //
-// It must run first thing in main: exec replaces the process.
-func hideSecrets() error {
+// It must run first thing in main: exec replaces the process. It returns
+// the credential variables dropped at the hand-over: neither the agent nor
+// its commands have them.
+func hideSecrets() (dropped []string, err error) {
 	if fdText, ok := os.LookupEnv(secretsFDEnv); ok {
 		os.Unsetenv(secretsFDEnv)
 		fd, err := strconv.Atoi(fdText)
@@ -73,36 +73,36 @@ func hideSecrets() error {
 	}
 	keep, handed := sortEnviron(os.Environ(), keepEnvArgs(os.Args[1:]), modelKeyInUse(os.Getenv))
 	if len(handed) == 0 {
-		return nil
+		return nil, nil
 	}
 	blob := strings.Join(handed, "\x00")
 	if len(blob) > maxHandOver {
 		// stderr, not stdout: stdout belongs to the protocol.
 		fmt.Fprintf(os.Stderr, "dsh-acp: warning: %d bytes of credential variables are too many to hand over; they stay readable in /proc/%d/environ\n", len(blob), os.Getpid())
-		return nil
+		return nil, nil
 	}
 	reexecWith(keep, blob)
-	return nil
+	return nil, nil
 }
 
 // takeHandOver reads what the process handed over before its re-exec on
 // the pipe fd: the variables it kept (set again, in the Go environment
-// only) and the names it withheld.
-func takeHandOver(fd int) error {
+// only), and returns the names it withheld.
+func takeHandOver(fd int) (dropped []string, err error) {
 	f := os.NewFile(uintptr(fd), "secrets")
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return fmt.Errorf("read credentials from before re-exec: %w", err)
+		return nil, fmt.Errorf("read credentials from before re-exec: %w", err)
 	}
 	for _, kv := range strings.Split(string(b), "\x00") {
 		if name, ok := strings.CutPrefix(kv, withheldPrefix); ok {
-			droppedAtStart = append(droppedAtStart, name)
+			dropped = append(dropped, name)
 		} else if name, value, ok := strings.Cut(kv, "="); ok {
 			os.Setenv(name, value)
 		}
 	}
-	return nil
+	return dropped, nil
 }
 
 // sortEnviron splits environ into what stays in the environment block
@@ -119,7 +119,7 @@ func sortEnviron(environ, keepNames []string, inUse string) (keep, handed []stri
 			// A second key (DEEPSEEK_API_KEY beside DSH_API_KEY) is not
 			// used: it is not kept in memory either.
 			handed = append(handed, withheldPrefix+name)
-		case isModelKey(name), slices.Contains(keepNames, name), slices.Contains(neededByAgent, name):
+		case isModelKey(name), slices.Contains(keepNames, name), slices.Contains(neededByAgent(), name):
 			handed = append(handed, kv)
 		default:
 			handed = append(handed, withheldPrefix+name)

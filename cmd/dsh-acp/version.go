@@ -20,10 +20,10 @@ var commit string
 // else what the binary's own build information says — the module version
 // for `go install …@vX`, else the VCS revision and time — else the commit
 // the build command passed, else "(devel)".
-var version = func() string {
+func version() string {
 	info, ok := debug.ReadBuildInfo()
 	return versionFrom(release, commit, info, ok)
-}()
+}
 
 func versionFrom(release, commit string, info *debug.BuildInfo, ok bool) string {
 	if release != "" {

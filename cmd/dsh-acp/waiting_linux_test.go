@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/internal/execclient"
 )
 
 // openPTY opens a pseudo-terminal pair: what is written to tty can be read
@@ -98,7 +100,7 @@ func TestExecWaitingNotice(t *testing.T) {
 	if !strings.Contains(out.String(), "hello there") {
 		t.Errorf("answer missing from stdout:\n%s", out.String())
 	}
-	if d := time.Since(start); d < modelSilence {
+	if d := time.Since(start); d < execclient.ModelSilence {
 		t.Errorf("answered after %v, before the notice could be due", d)
 	}
 	tty.Close()

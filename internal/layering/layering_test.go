@@ -77,6 +77,10 @@ var forbidden = map[string][]string{
 	// The settings table's mechanism knows nothing of the agent's
 	// behaviour: the command states the settings and wires the values.
 	"internal/config": {module},
+	// exec's ACP client speaks to the agent through the SDK alone: none
+	// of the agent's packages (but the tools' shared rendering of a call
+	// and a plan, which the editor sees the same).
+	"internal/execclient": {module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission", module + "changes", module + "tools/", module + "cmd/", module + "internal/config"},
 }
 
 // allowed are the exceptions to forbidden: what a package may import
@@ -327,5 +331,42 @@ func TestOneProcReader(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// linkTime are the package variables of cmd/dsh-acp the release build sets
+// with -ldflags -X: the only variables main may have.
+var linkTime = []string{"release", "commit"}
+
+// TestMainHoldsNoState: cmd/dsh-acp wires; what a run decides is in its
+// values (the settings, the app), never in package variables a test or a
+// second run would share. A compile-time assertion (var _ I = …) is no
+// state.
+func TestMainHoldsNoState(t *testing.T) {
+	paths, err := filepath.Glob("../../cmd/dsh-acp/*.go")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no files of cmd/dsh-acp: %v", err)
+	}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				for _, name := range spec.(*ast.ValueSpec).Names {
+					if name.Name != "_" && !slices.Contains(linkTime, name.Name) {
+						t.Errorf("%s: package variable %s: main holds no state (make it a value of the run, or a function)", filepath.Base(path), name.Name)
+					}
+				}
+			}
+		}
 	}
 }

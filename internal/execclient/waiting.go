@@ -1,4 +1,4 @@
-package main
+package execclient
 
 import (
 	"sync"
@@ -7,9 +7,9 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
-// modelSilence is how long exec lets the model say nothing before it tells a
+// ModelSilence is how long exec lets the model say nothing before it tells a
 // person at a terminal that it is waiting.
-const modelSilence = 2 * time.Second
+const ModelSilence = 2 * time.Second
 
 // silence calls show when the model has been silent for after — from the
 // start of the prompt, or since the last update, while no tool call is

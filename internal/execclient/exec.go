@@ -1,4 +1,4 @@
-package main
+package execclient
 
 import (
 	"context"
@@ -6,62 +6,94 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
 	"golang.org/x/term"
 
-	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/logbridge"
-	"github.com/dsh-acp/dsh-acp/sessions/store"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
-// runExec runs one prompt through the same agent the editor gets, via an
-// in-process ACP client over pipes, and prints the stream for a person.
-func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int {
-	cfg, err := parseExec(args, getenv)
-	if err == nil && !cfg.version {
-		err = readPrompt(cfg, stdin)
-	}
-	if code, done := settle(cfg, err, "dsh-acp exec", stdout, stderr); done {
-		return code
-	}
-	var ev *events
-	if cfg.jsonOut {
-		ev = &events{w: stdout}
-	}
-	// fail says why the run ended early: on stderr, and with --json in
-	// the end event.
-	fail := func(code int, err error) int {
-		fmt.Fprintln(stderr, "dsh-acp exec:", err)
-		if ev != nil {
-			ev.emit("end", map[string]any{"stop_reason": nil, "exit_code": code, "error": err.Error()})
-		}
-		return code
-	}
-	servers, code, err := execInputs(cfg)
-	if err != nil {
-		return fail(code, err)
-	}
-	log, closeLog, err := newLogger(cfg, stderr)
-	if err != nil {
-		return fail(2, cfg.blame("log-file", err))
-	}
-	defer closeLog()
-	a, err := newApp(cfg, log)
-	if err != nil {
-		return fail(1, err)
-	}
-	defer a.close()
+// Agent is the agent a run speaks ACP to, in this process, as an editor
+// would over stdio.
+type Agent interface {
+	Serve(ctx context.Context, in io.Reader, out io.Writer) error
+}
 
-	toAgentW, toClientR, unserve := serveInProcess(ctx, a)
+// Options are one run's: what to ask, where, and how to print it.
+type Options struct {
+	// Prompt is the prompt's text (see ReadPrompt).
+	Prompt string
+	// Cwd is the session's absolute directory; CwdSet: --cwd gave it (a
+	// resumed session otherwise keeps its own).
+	Cwd    string
+	CwdSet bool
+	// Resume is the stored session's whole id to continue; "" a new one.
+	Resume string
+	// Servers are the session's MCP servers (LoadMCPConfig).
+	Servers []acpsdk.McpServer
+	// Yes answers every question allow; Thoughts prints the reasoning;
+	// Diffs prints what each command changed; JSON prints events.
+	Yes, Thoughts, Diffs, JSON bool
+	// NoPersist: nothing is stored (the last line says nothing is kept).
+	NoPersist bool
+	// KillGrace is the commands' grace, said on the first Ctrl-C.
+	KillGrace time.Duration
+	// Signals: the run is the process's own, not a test's: a second
+	// Ctrl-C exits at once.
+	Signals bool
+	// NoColor is NO_COLOR: no colour even on a terminal.
+	NoColor bool
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Logger  *zap.Logger
+	// WaitMCP waits until session id's MCP servers have listed their tools.
+	WaitMCP func(ctx context.Context, id string) error
+	// Answered reports whether the model answered anything in session id:
+	// what the session holds, not what was printed.
+	Answered func(id string) bool
+	// FirstProblem says, after a failed run, what is wrong first (a host
+	// that does not resolve); "" for nothing more.
+	FirstProblem func(ctx context.Context) string
+}
+
+// Fail ends a run that failed before the agent answered: why, on stderr
+// and, with JSON, in the end event. It returns code.
+func Fail(o Options, code int, err error) int {
+	var ev *events
+	if o.JSON {
+		ev = &events{w: o.Stdout}
+	}
+	return fail(o.Stderr, ev, code, err)
+}
+
+// fail says why the run ended early: on stderr, and with ev in the end
+// event.
+func fail(stderr io.Writer, ev *events, code int, err error) int {
+	fmt.Fprintln(stderr, "dsh-acp exec:", err)
+	if ev != nil {
+		ev.emit("end", map[string]any{"stop_reason": nil, "exit_code": code, "error": err.Error()})
+	}
+	return code
+}
+
+// Run runs one prompt through agent, via an ACP client over pipes, prints
+// the stream for a person (or as JSON events) and returns the exit code
+// Usage lists.
+func Run(ctx context.Context, agent Agent, o Options) int {
+	var ev *events
+	if o.JSON {
+		ev = &events{w: o.Stdout}
+	}
+	toAgentW, toClientR, unserve := serveInProcess(ctx, agent)
 	defer unserve()
 
-	p := newPrinter(cfg, stdin, stdout, stderr, getenv)
+	p := newPrinter(o)
 	p.events = ev
 	// Closed once Ctrl-C's cancel has gone to the agent: a question on the
 	// terminal is abandoned after it, so the agent sees the turn
@@ -72,10 +104,10 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	// The terminal leaves raw mode however the run ends.
 	defer p.asker.cooked()
-	if ownSignals {
+	if o.Signals {
 		stop := interrupted{
-			stderr: stderr,
-			grace:  cfg.limits().KillGrace,
+			stderr: o.Stderr,
+			grace:  o.KillGrace,
 			before: func() { p.unwait(); p.asker.cooked() },
 			left:   p.left,
 			exit:   os.Exit,
@@ -83,59 +115,43 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		defer stop()
 	}
 	conn := acpsdk.NewClientSideConnection(p, toAgentW, toClientR)
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
 	conn.SetLogger(logbridge.New(log.Named("exec-client")))
 
 	p.quiet.begin()
 	started := func(id acpsdk.SessionId, resumed bool, cwd string) {
-		p.setSession(id, cwd, cfg.noPersist)
+		p.setSession(id, cwd, o.NoPersist)
 		if ev != nil {
 			ev.emit("session", map[string]any{"session_id": id, "cwd": cwd, "resumed": resumed})
 		}
 	}
-	resp, err := execPrompt(ctx, conn, cfg, execSession{servers: servers, waitMCP: a.agent.WaitMCP, answered: a.modelAnswered, started: started}, cancelSent)
+	resp, err := execPrompt(ctx, conn, o, started, cancelSent)
 	p.quiet.end()
 	p.finish()
 	if err != nil {
-		if first := unresolvedEndpoint(ctx, cfg); first != "" {
-			fmt.Fprintln(stderr, "dsh-acp exec:", first)
+		if o.FirstProblem != nil {
+			if first := o.FirstProblem(ctx); first != "" {
+				fmt.Fprintln(o.Stderr, "dsh-acp exec:", first)
+			}
 		}
-		return fail(1, err)
+		return fail(o.Stderr, ev, 1, err)
 	}
-	return execEnd(resp, p, stderr, ev)
-}
-
-// execInputs reads what the run needs before the agent starts: the MCP
-// servers and, for --continue or --resume, the stored session's id. The
-// exit code tells a usage error (2) from the store's state (1).
-func execInputs(cfg *config) ([]acpsdk.McpServer, int, error) {
-	servers, err := loadMCPConfig(cfg.mcpConfig)
-	if err != nil {
-		return nil, 2, cfg.blame("mcp-config", err)
-	}
-	if cfg.cont {
-		if cfg.resume, err = newestSession(cfg); err != nil {
-			return nil, 2, err
-		}
-	}
-	if cfg.resume != "" && !cfg.cont {
-		// Not there, or ambiguous: the store's state, not a usage error.
-		if cfg.resume, err = storedID(cfg, cfg.resume); err != nil {
-			return nil, 1, err
-		}
-	}
-	return servers, 0, nil
+	return execEnd(resp, p, o.Stderr, ev)
 }
 
 // serveInProcess runs the agent on pipes, as the editor would over stdio.
 // Its lifetime is the run's, not ctx's: unserve closes its input and
 // waits for it, so no goroutine outlives the run.
-func serveInProcess(ctx context.Context, a *app) (toAgent *io.PipeWriter, fromAgent *io.PipeReader, unserve func()) {
+func serveInProcess(ctx context.Context, a Agent) (toAgent *io.PipeWriter, fromAgent *io.PipeReader, unserve func()) {
 	toAgentR, toAgentW := io.Pipe()
 	toClientR, toClientW := io.Pipe()
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = a.agent.Serve(context.WithoutCancel(ctx), toAgentR, toClientW)
+		_ = a.Serve(context.WithoutCancel(ctx), toAgentR, toClientW)
 		toClientW.Close()
 	}()
 	return toAgentW, toClientR, func() {
@@ -200,25 +216,28 @@ func spentLine(resp acpsdk.PromptResponse) string {
 	return line
 }
 
+// Client is the ACP client a run of o uses (Run makes its own): for a
+// caller that drives a connection itself, as the benchmarks do.
+func Client(o Options) acpsdk.Client { return newPrinter(o) }
+
 // newPrinter is the client of one exec run: colour only on a terminal and
 // without NO_COLOR; questions asked on the terminal (see answerFrom) when
-// --yes was not given, else refused with a word on how to allow.
-func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv env) *printer {
-	noColor := getenv("NO_COLOR") != ""
-	color := !noColor && isTerminal(stdout) && !cfg.jsonOut
-	p := &printer{w: stdout, yes: cfg.yes, thoughts: cfg.thoughts, color: color, hint: stderr, cwd: cfg.cwd}
-	if cfg.diffs != "off" {
-		p.changes = &changeView{cwd: cfg.cwd, color: color}
+// Yes was not given, else refused with a word on how to allow.
+func newPrinter(o Options) *printer {
+	color := !o.NoColor && isTerminal(o.Stdout) && !o.JSON
+	p := &printer{w: o.Stdout, yes: o.Yes, thoughts: o.Thoughts, color: color, hint: o.Stderr, cwd: o.Cwd}
+	if o.Diffs {
+		p.changes = &changeView{cwd: o.Cwd, color: color}
 	}
-	if !cfg.yes {
-		if in, out := answerFrom(stdin, stderr); in != nil {
-			p.asker = &terminalAsker{in: in, out: out, color: !noColor && isTerminal(out)}
+	if !o.Yes {
+		if in, out := answerFrom(o.Stdin, o.Stderr); in != nil {
+			p.asker = &terminalAsker{in: in, out: out, color: !o.NoColor && isTerminal(out)}
 		}
 	}
-	p.tty = isTerminal(stdout)
-	if isTerminal(stderr) {
-		dim := !noColor
-		p.quiet = newSilence(modelSilence, func(d time.Duration) { p.waiting(stderr, d, dim) }, p.unwait)
+	p.tty = isTerminal(o.Stdout)
+	if isTerminal(o.Stderr) {
+		dim := !o.NoColor
+		p.quiet = newSilence(ModelSilence, func(d time.Duration) { p.waiting(o.Stderr, d, dim) }, p.unwait)
 	}
 	return p
 }
@@ -226,62 +245,27 @@ func newPrinter(cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv e
 // maxPromptBytes bounds a prompt read from stdin.
 const maxPromptBytes = 8 << 20
 
-// readPrompt takes the prompt from stdin for "exec -", and when no prompt
-// was given and stdin is not a terminal (a pipe or a file).
-func readPrompt(cfg *config, stdin io.Reader) error {
-	fromStdin := cfg.prompt == "-" || (strings.TrimSpace(cfg.prompt) == "" && stdin != nil && !isTerminal(stdin))
+// ReadPrompt is the prompt: from stdin for "exec -", and when no prompt
+// was given and stdin is not a terminal (a pipe or a file); else prompt.
+func ReadPrompt(prompt string, stdin io.Reader) (string, error) {
+	fromStdin := prompt == "-" || (strings.TrimSpace(prompt) == "" && stdin != nil && !isTerminal(stdin))
 	if fromStdin {
 		if stdin == nil {
-			return errors.New("exec -: there is no stdin to read the prompt from")
+			return "", errors.New("exec -: there is no stdin to read the prompt from")
 		}
 		b, err := io.ReadAll(io.LimitReader(stdin, maxPromptBytes+1))
 		if err != nil {
-			return fmt.Errorf("read the prompt from stdin: %w", err)
+			return "", fmt.Errorf("read the prompt from stdin: %w", err)
 		}
 		if len(b) > maxPromptBytes {
-			return fmt.Errorf("the prompt on stdin is over %d MiB", maxPromptBytes>>20)
+			return "", fmt.Errorf("the prompt on stdin is over %d MiB", maxPromptBytes>>20)
 		}
-		cfg.prompt = strings.TrimRight(string(b), "\r\n")
+		prompt = strings.TrimRight(string(b), "\r\n")
 	}
-	if strings.TrimSpace(cfg.prompt) == "" {
-		return errors.New("exec needs a prompt: dsh-acp exec [flags] PROMPT, or on stdin: echo PROMPT | dsh-acp exec -")
+	if strings.TrimSpace(prompt) == "" {
+		return "", errors.New("exec needs a prompt: dsh-acp exec [flags] PROMPT, or on stdin: echo PROMPT | dsh-acp exec -")
 	}
-	return nil
-}
-
-// newestSession is the stored session --continue resumes: the newest of
-// the working directory.
-func newestSession(cfg *config) (string, error) {
-	dir, err := cfg.storeDir()
-	if err != nil {
-		return "", fmt.Errorf("--continue: %w", err)
-	}
-	st, err := store.New(store.Options{Dir: dir})
-	if err != nil {
-		return "", fmt.Errorf("--continue: the state directory: %w", err)
-	}
-	page, err := st.List(store.ListOptions{Cwd: cfg.cwd})
-	if err != nil {
-		return "", fmt.Errorf("--continue: %w", err)
-	}
-	if len(page.Sessions) == 0 {
-		return "", fmt.Errorf("--continue: no stored session in %s to continue (start one with dsh-acp exec PROMPT)", cfg.cwd)
-	}
-	return page.Sessions[0].ID, nil
-}
-
-// storedID is the whole id of the stored session --resume names (whole,
-// or a unique prefix of 6 characters or more).
-func storedID(cfg *config, id string) (string, error) {
-	st, err := openStoreFor(cfg)
-	if err != nil {
-		return "", fmt.Errorf("--resume: %w", err)
-	}
-	whole, err := resolveID(st, id)
-	if err != nil {
-		return "", fmt.Errorf("--resume: %w", err)
-	}
-	return whole, nil
+	return prompt, nil
 }
 
 // sentence is what a person reads of an error from the agent: the message
@@ -329,36 +313,13 @@ func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {
 	return 0
 }
 
-// execSession is what exec's session starts with: the --mcp-config
-// servers, and how to wait until they have listed their tools.
-type execSession struct {
-	servers []acpsdk.McpServer
-	waitMCP func(ctx context.Context, id string) error
-	// answered reports whether the model answered anything in session
-	// id: what the session holds, not what was printed (the agent's own
-	// notes print as messages; a plan prints as no tool call).
-	answered func(id string) bool
-	// started is told the session's id once it is started or resumed.
-	started func(id acpsdk.SessionId, resumed bool, cwd string)
-}
-
-// modelAnswered reports whether session id's history holds a message of
-// the model's. A session it cannot find holds none.
-func (a *app) modelAnswered(id string) bool {
-	s, err := a.sessions.Get(id)
-	if err != nil {
-		return false
-	}
-	return slices.ContainsFunc(s.History(), func(m agent.Message) bool { return m.Role == agent.RoleAssistant })
-}
-
 // execPrompt runs the prompt in a new or resumed session. A new session
 // that holds nothing of the model's (es.answered) is deleted — the prompt
 // failed or was cancelled before the model answered, or it was a slash
 // command the agent answered alone: there is nothing in it to resume, and
 // a failing key or endpoint would otherwise leave one stored session per
 // try.
-func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, es execSession, cancelSent chan<- struct{}) (acpsdk.PromptResponse, error) {
+func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, o Options, started func(id acpsdk.SessionId, resumed bool, cwd string), cancelSent chan<- struct{}) (acpsdk.PromptResponse, error) {
 	bg := context.WithoutCancel(ctx)
 	if _, err := conn.Initialize(bg, acpsdk.InitializeRequest{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
@@ -368,18 +329,16 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	}); err != nil {
 		return acpsdk.PromptResponse{}, fmt.Errorf("initialize: %s", sentence(err))
 	}
-	sess, cwd, err := startSession(bg, conn, cfg, es.servers)
+	sess, cwd, err := startSession(bg, conn, o)
 	if err != nil {
 		return acpsdk.PromptResponse{}, err
 	}
-	if es.started != nil {
-		es.started(sess.SessionId, cfg.resume != "", cwd)
-	}
-	if len(es.servers) > 0 && es.waitMCP != nil {
+	started(sess.SessionId, o.Resume != "", cwd)
+	if len(o.Servers) > 0 && o.WaitMCP != nil {
 		// Bounded by --mcp-start-timeout; a server that fails is told in
 		// the turn's output. Ctrl-C stops the wait, and the prompt is
 		// then cancelled as it starts.
-		_ = es.waitMCP(ctx, string(sess.SessionId))
+		_ = o.WaitMCP(ctx, string(sess.SessionId))
 	}
 	// Ctrl-C cancels the turn the way an editor does; the prompt then
 	// answers "cancelled" and every process it started is stopped.
@@ -390,9 +349,9 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 	defer stopWatch()
 	resp, err := conn.Prompt(bg, acpsdk.PromptRequest{
 		SessionId: sess.SessionId,
-		Prompt:    []acpsdk.ContentBlock{acpsdk.TextBlock(cfg.prompt)},
+		Prompt:    []acpsdk.ContentBlock{acpsdk.TextBlock(o.Prompt)},
 	})
-	if cfg.resume == "" && !es.answered(string(sess.SessionId)) {
+	if o.Resume == "" && (o.Answered == nil || !o.Answered(string(sess.SessionId))) {
 		_, _ = conn.UnstableDeleteSession(bg, acpsdk.UnstableDeleteSessionRequest{SessionId: sess.SessionId})
 	}
 	if err != nil {
@@ -403,28 +362,32 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *con
 
 // startSession starts a new session, or resumes the stored one --resume
 // names (in --cwd when given, else where it was).
-func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, cfg *config, servers []acpsdk.McpServer) (acpsdk.NewSessionResponse, string, error) {
-	if cfg.resume == "" {
-		sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: cfg.cwd, McpServers: servers})
-		if err != nil {
-			return sess, "", fmt.Errorf("new session in %s: %s", cfg.cwd, sentence(err))
-		}
-		return sess, cfg.cwd, nil
+func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, o Options) (acpsdk.NewSessionResponse, string, error) {
+	servers := o.Servers
+	if servers == nil {
+		servers = []acpsdk.McpServer{}
 	}
-	cwd := cfg.cwd
-	if !cfg.cwdSet {
-		if stored, ok := findStored(ctx, conn, cfg.resume); ok {
+	if o.Resume == "" {
+		sess, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: o.Cwd, McpServers: servers})
+		if err != nil {
+			return sess, "", fmt.Errorf("new session in %s: %s", o.Cwd, sentence(err))
+		}
+		return sess, o.Cwd, nil
+	}
+	cwd := o.Cwd
+	if !o.CwdSet {
+		if stored, ok := findStored(ctx, conn, o.Resume); ok {
 			cwd = stored
 		}
 	}
-	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(cfg.resume), Cwd: cwd, McpServers: servers}); err != nil {
+	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(o.Resume), Cwd: cwd, McpServers: servers}); err != nil {
 		var re *acpsdk.RequestError
 		if errors.As(err, &re) {
-			return acpsdk.NewSessionResponse{}, "", fmt.Errorf("resume session %s: %s", cfg.resume, re.Message)
+			return acpsdk.NewSessionResponse{}, "", fmt.Errorf("resume session %s: %s", o.Resume, re.Message)
 		}
-		return acpsdk.NewSessionResponse{}, "", fmt.Errorf("resume session %s: %w", cfg.resume, err)
+		return acpsdk.NewSessionResponse{}, "", fmt.Errorf("resume session %s: %w", o.Resume, err)
 	}
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(cfg.resume)}, cwd, nil
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(o.Resume)}, cwd, nil
 }
 
 // findStored returns the stored cwd of session id, from session/list.

@@ -1,4 +1,4 @@
-package main
+package execclient
 
 import (
 	"fmt"
@@ -7,10 +7,6 @@ import (
 	"os/signal"
 	"time"
 )
-
-// ownSignals: the program (not a test running exec in-process) may exit
-// on a second Ctrl-C.
-var ownSignals bool
 
 // interrupted is what exec says on Ctrl-C. The first cancels the turn (the
 // signal context does that): it says the run is waiting out its commands'

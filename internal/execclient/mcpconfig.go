@@ -1,4 +1,4 @@
-package main
+package execclient
 
 import (
 	"bytes"
@@ -30,10 +30,10 @@ type mcpFileServer struct {
 // mcpFileTypes are the "type" values the fields can stand for.
 var mcpFileTypes = []string{"", "stdio", "http", "streamable-http", "streamableHttp"}
 
-// loadMCPConfig reads {"mcpServers": {name: server}} into the servers an
+// LoadMCPConfig reads {"mcpServers": {name: server}} into the servers an
 // exec run's session starts, in name order. An exec run has no editor to
 // send them.
-func loadMCPConfig(path string) ([]acpsdk.McpServer, error) {
+func LoadMCPConfig(path string) ([]acpsdk.McpServer, error) {
 	if path == "" {
 		return []acpsdk.McpServer{}, nil
 	}

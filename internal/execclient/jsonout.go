@@ -1,4 +1,4 @@
-package main
+package execclient
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
-// jsonVersion is the version of exec --json's event format, in the first
+// JSONVersion is the version of exec --json's event format, in the first
 // event. It changes only when a field changes meaning or goes away; new
 // event types and fields do not change it.
-const jsonVersion = 1
+const JSONVersion = 1
 
 // events writes exec --json's stream: one JSON object a line, "type"
 // first, "version" in the first line whatever its type. The README's
@@ -33,7 +33,7 @@ func (e *events) emit(typ string, fields map[string]any) {
 	writeJSON(&b, typ)
 	if !e.wrote {
 		b.WriteString(`,"version":`)
-		writeJSON(&b, jsonVersion)
+		writeJSON(&b, JSONVersion)
 		e.wrote = true
 	}
 	if len(fields) > 0 {
