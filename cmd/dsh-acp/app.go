@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -23,6 +22,9 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/instructions"
+	"github.com/dsh-acp/dsh-acp/internal/logbridge"
+	"github.com/dsh-acp/dsh-acp/internal/sandboxsetup"
+	"github.com/dsh-acp/dsh-acp/internal/signin"
 	"github.com/dsh-acp/dsh-acp/internal/untrusted"
 	"github.com/dsh-acp/dsh-acp/internal/userdir"
 	"github.com/dsh-acp/dsh-acp/permission"
@@ -62,44 +64,10 @@ type app struct {
 }
 
 // newLogger writes structured logs to stderr or --log-file: stdout belongs
-// to the protocol.
+// to the protocol. The headless runner prints for a person: it logs
+// nothing unless asked.
 func newLogger(cfg *config, stderr io.Writer) (*zap.Logger, func() error, error) {
-	// Editors show stderr to the user (Emacs' acp.el as errors): by default
-	// only warnings go there, while a log file gets the whole story.
-	// The headless runner prints for a person, failures included: no log
-	// line mixes into that unless asked for.
-	level := cfg.logLevel
-	if level == "" && cfg.headless && cfg.logFile == "" {
-		return zap.NewNop(), func() error { return nil }, nil
-	}
-	if level == "" {
-		level = "warn"
-		if cfg.logFile != "" {
-			level = "info"
-		}
-	}
-	var lvl zapcore.Level
-	if err := lvl.Set(level); err != nil {
-		return nil, nil, fmt.Errorf("log level: %w", err)
-	}
-	sink := zapcore.AddSync(stderr)
-	closeFn := func() error { return nil }
-	if cfg.logFile != "" {
-		// As untrusted opens files: a FIFO there would block the start
-		// until a reader came, and only a regular file is a log.
-		f, err := untrusted.Open(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--log-file: %w", err)
-		}
-		sink = zapcore.AddSync(f)
-		// Flushed, not closed: SDK goroutines may still log a last line
-		// after serving ends, and the process exit closes the file.
-		closeFn = f.Sync
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(sink), lvl)
-	return zap.New(core), closeFn, nil
+	return logbridge.Open(cfg.logLevel, cfg.logFile, cfg.headless, stderr)
 }
 
 // newProvider is the model provider: the script's, or the endpoint's; op
@@ -121,7 +89,7 @@ func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Pro
 		}
 	} else {
 		op, err = openai.New(openai.Options{
-			BaseURL: cfg.baseURL, Model: cfg.model, Key: lookupKey(cfg.getenv, cfg.baseURL),
+			BaseURL: cfg.baseURL, Model: cfg.model, Key: signin.Lookup(cfg.getenv, cfg.baseURL),
 			IdleTimeout: cfg.modelTimeout, Logger: log.Named("model"),
 		})
 		if err != nil {
@@ -148,7 +116,7 @@ func newProvider(cfg *config, log *zap.Logger) (p agent.Provider, op *openai.Pro
 
 // signIn is the editor's sign-in to the model endpoint; nil for a
 // scripted run, which needs no key. The key is looked up at every request
-// (lookupKey), so Ready only says whether one is there now.
+// (signin.Lookup), so Ready only says whether one is there now.
 func signIn(cfg *config, op *openai.Provider) *acp.SignIn {
 	if op == nil {
 		return nil
@@ -156,7 +124,7 @@ func signIn(cfg *config, op *openai.Provider) *acp.SignIn {
 	return &acp.SignIn{
 		Ready: func(context.Context) error { return op.Check() },
 		Logout: func(context.Context) (string, error) {
-			return logout(cfg.getenv, cfg.baseURL)
+			return signin.Logout(cfg.getenv, cfg.baseURL)
 		},
 		Command: selfPath(),
 		Args:    cfg.serveArgs,
@@ -166,7 +134,7 @@ func signIn(cfg *config, op *openai.Provider) *acp.SignIn {
 
 // storedKeyAtStart is the key stored for the endpoint now ("" with none).
 func storedKeyAtStart(cfg *config) string {
-	k, _ := lookupKey(cfg.getenv, cfg.baseURL)()
+	k, _ := signin.Lookup(cfg.getenv, cfg.baseURL)()
 	return k
 }
 
@@ -422,7 +390,7 @@ func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executo
 		// The key stored for the endpoint too (a file read, no request):
 		// a variable that happens to hold it is withheld like the key's
 		// own.
-		Secrets: nonEmpty(cfg.apiKey, storedKeyAtStart(cfg)),
+		Secrets: slices.DeleteFunc([]string{cfg.apiKey, storedKeyAtStart(cfg)}, func(k string) bool { return k == "" }),
 		Watcher: a.guard.watcher(),
 		Confine: confine,
 		// The test switch is decided before serving (startSandbox).
@@ -531,16 +499,6 @@ func (c *cleanup) run() error {
 	return errors.Join(errs...)
 }
 
-func nonEmpty(s ...string) []string {
-	var out []string
-	for _, v := range s {
-		if v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // openStore opens the state directory (nothing is read: start-up costs the
 // same with a thousand stored sessions); nil with --no-persist.
 func openStore(cfg *config, log *zap.Logger) (*store.Store, error) {
@@ -575,4 +533,28 @@ func userInstructions(getenv env, log *zap.Logger) string {
 		return ""
 	}
 	return filepath.Join(dir, instructions.AgentsFile)
+}
+
+// testExecutorEnv is the test switch that confines every command, whatever
+// the session's mode: the transcript suite runs against the sandboxed
+// executor with DSH_TEST_EXECUTOR=sandbox. It only ever confines more, and
+// like --sandbox on it refuses to start where there is no sandbox.
+const testExecutorEnv = "DSH_TEST_EXECUTOR"
+
+// testSwitchSandbox reports whether the test switch confines every
+// command (DSH_TEST_EXECUTOR=sandbox).
+func testSwitchSandbox(cfg *config) bool {
+	return cfg.getenv != nil && cfg.getenv(testExecutorEnv) == "sandbox"
+}
+
+// startSandbox sets up the sandbox the settings ask for (sandboxsetup);
+// deny is what is the agent's and no command may read.
+func startSandbox(cfg *config, log *zap.Logger, deny []string) (*sandbox.Lazy, error) {
+	configDir, _ := userdir.ConfigDirFor(runtime.GOOS, cfg.getenv)
+	return sandboxsetup.Start(sandboxsetup.Options{
+		Sandbox: cfg.sandbox, DefaultMode: cfg.defaultMode,
+		All: testSwitchSandbox(cfg), Switch: testExecutorEnv + "=sandbox",
+		ConfigDir: configDir, TempParent: cfg.spillDir, Read: cfg.sandboxRead, Network: cfg.sandboxNetwork,
+		Deny: deny, Logger: log,
+	})
 }

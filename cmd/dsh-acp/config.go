@@ -12,6 +12,8 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	"github.com/dsh-acp/dsh-acp/executor"
 	settings "github.com/dsh-acp/dsh-acp/internal/config"
+	"github.com/dsh-acp/dsh-acp/internal/execclient"
+	"github.com/dsh-acp/dsh-acp/internal/signin"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
@@ -23,7 +25,7 @@ type config struct {
 	baseURL  string
 	model    string
 	// apiKey is the environment's key (DSH_API_KEY, DEEPSEEK_API_KEY); a
-	// stored one is looked up per endpoint when needed (lookupKey).
+	// stored one is looked up per endpoint when needed (signin.Lookup).
 	apiKey       string
 	script       string
 	scriptRecord string
@@ -85,7 +87,7 @@ type config struct {
 	// runs a watchdog (and exec quits on a second Ctrl-C).
 	process bool
 	// dropped are the credential variables dropped at the start's
-	// hand-over (hideSecrets).
+	// hand-over (secretenv.Hide).
 	dropped []string
 
 	// exec only
@@ -120,8 +122,6 @@ func (e env) first(names ...string) string {
 	return ""
 }
 
-func noEnvAt(string) string { return "" }
-
 // topUsage is the program's help: the commands of commandTable, then the
 // server's flags.
 func topUsage() string {
@@ -136,31 +136,7 @@ func topUsage() string {
 	return b.String()
 }
 
-const execUsage = `Usage:
-  dsh-acp exec [flags] PROMPT...
-  dsh-acp exec [flags] -            (or a prompt piped to stdin)
-
-Runs one prompt through the agent and prints the stream. Flags may come
-before or after the prompt; everything after "--" is prompt text.
---continue goes on with the newest stored session of this directory,
---resume ID with any (dsh-acp sessions lists them).
-
-A command that needs approval is asked on the terminal, one key: [y] yes
-(or Enter), [a] always in this session, [p] always in this project, [n]
-no. Without a terminal it is refused unless --yes (every command,
-unconfined), --allow PATTERN (matching commands) or --default-mode
-sandbox (every command, confined) says otherwise; an MCP tool with
---allow mcp:SERVER/TOOL or --allow-mcp-readonly.
-
-Exit codes: 0 the turn ended normally, 1 it failed (a model or agent
-error), 2 usage error, 3 it stopped early (max_turn_requests, the model's
-length limit or a refusal), 4 every command the model asked to run was
-refused, 130 interrupted.
-
-Flags:
-`
-
-// envLine and fileLine close the help of serve, exec and config.
+// usageFooter closes the help of serve, exec, config, sessions and rules.
 const usageFooter = "\nEnvironment: DSH_API_KEY (or DEEPSEEK_API_KEY; else the key dsh-acp login stored), DSH_BASE_URL, DSH_MODEL, DSH_THINKING, DSH_STATE_DIR, DSH_EXECUTOR, DSH_DOCKER_IMAGE, DSH_DOCKER_HELPER, NO_COLOR.\n" +
 	"Every flag can be set in config.toml in the config directory (dsh-acp config says where).\n"
 
@@ -176,7 +152,7 @@ func readSettings(r settings.Request, positional func([]string) error) (*config,
 		return nil, err
 	}
 	cfg.settings = p
-	cfg.apiKey, _ = envKey(r.Getenv)
+	cfg.apiKey, _ = signin.EnvKey(r.Getenv)
 	cfg.spillDir = r.Getenv("TMPDIR")
 	return cfg, nil
 }
@@ -196,7 +172,7 @@ func parseServe(args []string, getenv env) (*config, error) {
 }
 
 func parseExec(args []string, getenv env) (*config, error) {
-	cfg, err := readSettings(settings.Request{Command: execCommand, Name: "dsh-acp exec", Header: execUsage, Footer: usageFooter, Args: args, Getenv: getenv}, nil)
+	cfg, err := readSettings(settings.Request{Command: execCommand, Name: "dsh-acp exec", Header: execclient.Usage, Footer: usageFooter, Args: args, Getenv: getenv}, nil)
 	if err != nil {
 		return nil, err
 	}

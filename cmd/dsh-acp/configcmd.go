@@ -3,38 +3,20 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
 	settings "github.com/dsh-acp/dsh-acp/internal/config"
+	"github.com/dsh-acp/dsh-acp/internal/signin"
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
-const configUsage = `Usage:
-  dsh-acp config [flags]
-
-Prints every setting's effective value and where it came from: a flag,
-the environment, the config file (with its line) or the default. Flags
-given here count as they would for dsh-acp exec. The API key's value is
-never printed, only where it was found.
-
-Every flag of dsh-acp and dsh-acp exec can be set in config.toml under
-its long name (model = "deepseek-flash", allow = ["git status"], …), except
-version, resume, continue and cwd. Precedence: flag > environment > config
-file > default; repeatable flags (allow, deny, …) add to the file's list.
-
-Flags:
-`
-
 func runConfig(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
-	cfg, err := readSettings(settings.Request{Command: execCommand, Name: "dsh-acp config", Header: configUsage, Footer: usageFooter, Args: args, Getenv: getenv, NoChecks: true}, func(rest []string) error {
+	cfg, err := readSettings(settings.Request{Command: execCommand, Name: "dsh-acp config", Header: settings.CommandUsage, Footer: usageFooter, Args: args, Getenv: getenv, NoChecks: true}, func(rest []string) error {
 		if len(rest) > 0 {
 			return fmt.Errorf("unexpected argument %q: config takes flags only", rest[0])
 		}
@@ -100,59 +82,11 @@ func defaultsOf(cfg *config, getenv env) map[string]string {
 }
 
 func printConfig(w io.Writer, p *settings.Parsed, getenv env, defaults map[string]string) {
-	switch {
-	case p.File.Path == "":
-		fmt.Fprintln(w, "config file: none (no HOME or XDG_CONFIG_HOME to find it by)")
-	case p.File.Found:
-		fmt.Fprintf(w, "config file: %s\n", p.File.Path)
-	default:
-		fmt.Fprintf(w, "config file: %s (not there; every setting below is a flag, the environment or a default)\n", p.File.Path)
-	}
+	p.File.Describe(w)
 	baseURL := ""
 	if f := p.Flags.Lookup("base-url"); f != nil {
 		baseURL = f.Value.String()
 	}
-	fmt.Fprintf(w, "api key: %s\n\n", keyOrigin(getenv, baseURL))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
-	p.Flags.VisitAll(func(f *flag.Flag) {
-		if p.Setting(f.Name).OneRun {
-			return
-		}
-		v := shown(f)
-		if d, ok := defaults[f.Name]; ok && (f.Value.String() == "" || f.Value.String() == "0") {
-			v = d
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, v, p.Source(f.Name))
-	})
-	tw.Flush()
-}
-
-// keyOrigin says where the API key for the endpoint baseURL names would
-// come from, never its value: the environment first, as the agent reads
-// it, then the key dsh-acp login stored for that endpoint.
-func keyOrigin(getenv env, baseURL string) string {
-	_, from, err := keyFrom(getenv, baseURL)
-	switch {
-	case err != nil:
-		return "not usable: " + err.Error()
-	case from == "":
-		if _, why := lookupKey(getenv, baseURL)(); why != nil {
-			return "not set for this endpoint (" + why.Error() + ")"
-		}
-		return "not set"
-	}
-	return "set, " + from
-}
-
-// shown is a value as a person reads it.
-func shown(f *flag.Flag) string {
-	v := f.Value.String()
-	if v == "" {
-		return `""`
-	}
-	if strings.ContainsAny(v, " \t") {
-		return fmt.Sprintf("%q", v)
-	}
-	return v
+	fmt.Fprintf(w, "api key: %s\n\n", signin.Origin(getenv, baseURL))
+	p.Print(w, defaults)
 }

@@ -10,7 +10,8 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/execclient"
-	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/internal/signin"
+	"github.com/dsh-acp/dsh-acp/internal/storecmd"
 )
 
 // exec is `dsh-acp exec`: one prompt through the same agent the editor
@@ -30,7 +31,12 @@ func (pr program) exec(ctx context.Context, args []string, stdin io.Reader, stdo
 		NoPersist: cfg.noPersist, KillGrace: cfg.limits().KillGrace, Signals: pr.process,
 		NoColor: getenv("NO_COLOR") != "",
 		Stdin:   stdin, Stdout: stdout, Stderr: stderr,
-		FirstProblem: func(ctx context.Context) string { return unresolvedEndpoint(ctx, cfg) },
+		FirstProblem: func(ctx context.Context) string {
+			if cfg.apiKey != "" || cfg.script != "" {
+				return ""
+			}
+			return signin.Unresolved(ctx, cfg.baseURL)
+		},
 	}
 	servers, code, err := execInputs(cfg)
 	if err != nil {
@@ -59,54 +65,25 @@ func execInputs(cfg *config) ([]acpsdk.McpServer, int, error) {
 	if err != nil {
 		return nil, 2, cfg.blame("mcp-config", err)
 	}
-	if cfg.cont {
-		if cfg.resume, err = newestSession(cfg); err != nil {
-			return nil, 2, err
-		}
+	if !cfg.cont && cfg.resume == "" {
 		return servers, 0, nil
 	}
-	if cfg.resume != "" {
-		// Not there, or ambiguous: the store's state, not a usage error.
-		if cfg.resume, err = storedID(cfg, cfg.resume); err != nil {
-			return nil, 1, err
-		}
+	// --continue's failures are usage errors (2), --resume's the store's
+	// state (1): not there, or ambiguous.
+	flagName, code := "--resume", 1
+	if cfg.cont {
+		flagName, code = "--continue", 2
 	}
-	return servers, 0, nil
-}
-
-// newestSession is the stored session --continue resumes: the newest of
-// the working directory.
-func newestSession(cfg *config) (string, error) {
 	dir, err := cfg.storeDir()
 	if err != nil {
-		return "", fmt.Errorf("--continue: %w", err)
+		return nil, code, fmt.Errorf("%s: %w", flagName, err)
 	}
-	st, err := store.New(store.Options{Dir: dir})
-	if err != nil {
-		return "", fmt.Errorf("--continue: the state directory: %w", err)
+	if cfg.cont {
+		cfg.resume, err = storecmd.Newest(dir, cfg.cwd)
+	} else {
+		cfg.resume, err = storecmd.Whole(dir, cfg.resume)
 	}
-	page, err := st.List(store.ListOptions{Cwd: cfg.cwd})
-	if err != nil {
-		return "", fmt.Errorf("--continue: %w", err)
-	}
-	if len(page.Sessions) == 0 {
-		return "", fmt.Errorf("--continue: no stored session in %s to continue (start one with dsh-acp exec PROMPT)", cfg.cwd)
-	}
-	return page.Sessions[0].ID, nil
-}
-
-// storedID is the whole id of the stored session --resume names (whole,
-// or a unique prefix of 6 characters or more).
-func storedID(cfg *config, id string) (string, error) {
-	st, err := openStoreFor(cfg)
-	if err != nil {
-		return "", fmt.Errorf("--resume: %w", err)
-	}
-	whole, err := resolveID(st, id)
-	if err != nil {
-		return "", fmt.Errorf("--resume: %w", err)
-	}
-	return whole, nil
+	return servers, code, err
 }
 
 // modelAnswered reports whether session id's history holds a message of

@@ -14,6 +14,7 @@ import (
 	settings "github.com/dsh-acp/dsh-acp/internal/config"
 	"github.com/dsh-acp/dsh-acp/internal/keystore"
 	"github.com/dsh-acp/dsh-acp/internal/mockllm"
+	"github.com/dsh-acp/dsh-acp/internal/signin"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
@@ -32,7 +33,7 @@ func userEnv(t *testing.T, extra ...string) (env, string) {
 // storedFor is the key a run against baseURL uses.
 func storedFor(t *testing.T, getenv env, baseURL string) string {
 	t.Helper()
-	k, err := lookupKey(getenv, baseURL)()
+	k, err := signin.Lookup(getenv, baseURL)()
 	if err != nil && k != "" {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestKeyOrder(t *testing.T) {
 		{nil, "stored"},
 	} {
 		getenv, _ := userEnv(t, tt.env...)
-		st, err := keyStore(getenv)
+		st, err := signin.Store(getenv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +219,7 @@ func TestKeysStayWithTheirEndpoint(t *testing.T) {
 	}
 
 	// The older single key: sent to no endpoint.
-	st, err := keyStore(getenv)
+	st, err := signin.Store(getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestStoredKeyWithheldFromCommands(t *testing.T) {
 	getenv := env(func(k string) string {
 		return map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config")}[k]
 	})
-	st, err := keyStore(getenv)
+	st, err := signin.Store(getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

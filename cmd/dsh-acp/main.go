@@ -18,7 +18,10 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor/docker"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/internal/completion"
 	settings "github.com/dsh-acp/dsh-acp/internal/config"
+	"github.com/dsh-acp/dsh-acp/internal/secretenv"
+	"github.com/dsh-acp/dsh-acp/internal/storecmd"
 )
 
 func main() {
@@ -34,12 +37,12 @@ func main() {
 	}
 	// Process-wide hardening happens here, before anything else runs:
 	// credentials out of the environment block, memory not readable.
-	dropped, err := hideSecrets()
+	dropped, err := secretenv.Hide()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		os.Exit(1)
 	}
-	if err := protectProcess(); err != nil {
+	if err := secretenv.Protect(); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		os.Exit(1)
 	}
@@ -64,7 +67,7 @@ type command struct {
 // commands if it dies, and exec exits on a second Ctrl-C.
 type program struct {
 	process bool
-	// dropped are the credential variables hideSecrets dropped (the
+	// dropped are the credential variables secretenv.Hide dropped (the
 	// start-up log names them).
 	dropped []string
 }
@@ -79,10 +82,10 @@ func (pr program) commands() []command {
 	return []command{
 		{"serve", "[flags]", "serve the Agent Client Protocol on stdin/stdout (the default)", pr.serve},
 		{"exec", "[flags] PROMPT...", "run one prompt and print what happens (PROMPT - or piped: read stdin)", pr.exec},
-		{"sessions", "[show ID | rm ID... | prune --older-than D] [--json|--ids]", "list, show, delete or prune the stored sessions", runSessions},
+		{"sessions", "[show ID | rm ID... | prune --older-than D] [--json|--ids]", "list, show, delete or prune the stored sessions", storeCommand("dsh-acp sessions", storecmd.Sessions)},
 		{"login", "[--base-url URL]", "sign in: ask for the endpoint's API key, check it, store it for that endpoint", runLogin},
 		{"logout", "[--base-url URL]", "remove the key stored for the endpoint", runLogout},
-		{"rules", "[rm N]", "list or remove the commands always allowed in a project", runRules},
+		{"rules", "[rm N]", "list or remove the commands always allowed in a project", storeCommand("dsh-acp rules", storecmd.Rules)},
 		{"config", "[flags]", "print the effective settings and where each came from", runConfig},
 		{"completion", "bash|zsh|fish", "print a shell completion script", runCompletion},
 		{"help", "[COMMAND]", "print this help, or a command's own", runHelp},
@@ -110,7 +113,7 @@ func commandNames() []string {
 // run is the whole program with its streams and environment given, so
 // tests can drive it. It returns the exit code: 0 on a clean end (stdin
 // closed, SIGINT or SIGTERM), 2 for bad flags, 1 for anything else; exec
-// has its own (see execUsage).
+// has its own (see execclient.Usage).
 func (pr program) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if n := len(args); n > 1 && args[0] == "serve" && (args[n-1] == "login" || args[n-1] == "logout") {
 		// The same with the server named: `dsh-acp serve --base-url URL login`.
@@ -174,6 +177,14 @@ func runHelp(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	return c.run(context.Background(), []string{"--help"}, nil, stdout, stderr, getenv)
 }
 
+func runCompletion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, _ env) int {
+	var cs []completion.Command
+	for _, c := range commandTable() {
+		cs = append(cs, completion.Command{Name: c.name, Summary: c.summary})
+	}
+	return completion.Run(args, stdout, stderr, cs, execFlagSet())
+}
+
 func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, _ env) int {
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "dsh-acp version: unexpected argument %q\n", args[0])
@@ -193,15 +204,10 @@ func isTerminal(s any) bool {
 // a bad flag (to stderr, exit 2), or --version — the one line a person
 // asked for, with no protocol being served.
 func settle(cfg *config, err error, prefix string, stdout, stderr io.Writer) (code int, done bool) {
-	var help *settings.HelpError
-	switch {
-	case errors.As(err, &help):
-		fmt.Fprint(stdout, help.Text)
-		return 0, true
-	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", prefix, err, prefix)
-		return 2, true
-	case cfg.version:
+	if code, done := settings.Settle(err, prefix, stdout, stderr); done {
+		return code, true
+	}
+	if cfg.version {
 		fmt.Fprintln(stdout, "dsh-acp", version())
 		return 0, true
 	}

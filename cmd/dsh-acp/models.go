@@ -5,6 +5,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent/openai"
+	"github.com/dsh-acp/dsh-acp/internal/signin"
 )
 
 // modelName is the configured model: --model, else the provider's default.
@@ -27,7 +28,7 @@ func newModelLister(cfg *config, op *openai.Provider) acp.ModelLister {
 	if cfg.script != "" && cfg.baseURL == "" {
 		return nil
 	}
-	p, err := openai.New(openai.Options{BaseURL: cfg.baseURL, Model: cfg.model, Key: lookupKey(cfg.getenv, cfg.baseURL)})
+	p, err := openai.New(openai.Options{BaseURL: cfg.baseURL, Model: cfg.model, Key: signin.Lookup(cfg.getenv, cfg.baseURL)})
 	if err != nil {
 		return nil
 	}

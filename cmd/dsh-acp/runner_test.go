@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/buildinfo"
 )
 
 // execRun runs dsh-acp in-process with stdin and returns exit code,
@@ -82,7 +84,11 @@ func TestExecContinueAndSessions(t *testing.T) {
 	}
 
 	code, out, errb := execRun(t, getenv, nil, "sessions", "--json", "--cwd", dir)
-	var list []sessionJSON
+	var list []struct {
+		ID      string    `json:"id"`
+		Cwd     string    `json:"cwd"`
+		Updated time.Time `json:"updated"`
+	}
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Cwd != dir || list[0].Updated.IsZero() {
 		t.Fatalf("sessions --json: exit %d %q %s", code, out, errb)
 	}
@@ -176,36 +182,10 @@ COMP_WORDS=(dsh-acp exec --contin); COMP_CWORD=2; _dsh_acp; echo "${COMPREPLY[*]
 	}
 }
 
-// TestVersionFromBuildInfo: the version comes from the build, never a
-// constant: the release the release build stamps, else the module version,
-// else the VCS revision and time.
+// TestVersionFromBuildInfo: the built binary says what its own build
+// information says (internal/buildinfo's test has the rules).
 func TestVersionFromBuildInfo(t *testing.T) {
 	t.Parallel()
-	setting := func(kv ...string) []debug.BuildSetting {
-		var s []debug.BuildSetting
-		for i := 0; i < len(kv); i += 2 {
-			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
-		}
-		return s
-	}
-	vcs := setting("vcs.revision", "0123456789abcdef0123", "vcs.time", "2026-12-01T10:00:00Z", "vcs.modified", "true")
-	devel := debug.Module{Version: "(devel)"}
-	cases := []struct {
-		release, commit string
-		info            *debug.BuildInfo
-		want            string
-	}{
-		{"0.1.0", "", &debug.BuildInfo{Main: devel, Settings: vcs}, "0.1.0"},
-		{"", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
-		{"", "fedcba987654", &debug.BuildInfo{Main: devel, Settings: vcs}, "(devel) 0123456789ab 2026-12-01T10:00:00Z +modified"},
-		{"", "fedcba987654", &debug.BuildInfo{Main: devel}, "(devel) fedcba987654"},
-		{"", "", &debug.BuildInfo{Main: devel}, "(devel)"},
-	}
-	for _, c := range cases {
-		if got := versionFrom(c.release, c.commit, c.info, true); got != c.want {
-			t.Errorf("versionFrom = %q, want %q", got, c.want)
-		}
-	}
 	// The built binary says what its own build information says.
 	b, err := exec.Command("go", "version", "-m", binPath).Output()
 	if err != nil {
@@ -227,7 +207,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "dsh-acp " + versionFrom("", "", info, true) + "\n"; string(out) != want {
+	if want := "dsh-acp " + buildinfo.Version("", "", info, true) + "\n"; string(out) != want {
 		t.Errorf("binary says %q, its build information %q", out, want)
 	}
 }
@@ -300,7 +280,11 @@ func TestSessionsShowPlan(t *testing.T) {
 		t.Fatalf("exec: %d %s%s", code, out, errb)
 	}
 	code, out, errb := execRun(t, getenv, nil, "sessions", "--json", "--cwd", dir)
-	var list []sessionJSON
+	var list []struct {
+		ID      string    `json:"id"`
+		Cwd     string    `json:"cwd"`
+		Updated time.Time `json:"updated"`
+	}
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
 		t.Fatalf("sessions --json: exit %d %q %s", code, out, errb)
 	}

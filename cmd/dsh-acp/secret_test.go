@@ -102,6 +102,10 @@ func chunk(w io.Writer, delta map[string]any, finish string) {
 // TestForeignSecretsFDIgnored: a hand-over variable the program did not set
 // itself (here pointing at stdin) is ignored: stdin stays the protocol's and
 // initialize is answered.
+// secretsFDEnv is the variable a re-executed dsh-acp reads its
+// credentials' descriptor from (internal/secretenv).
+const secretsFDEnv = "DSH_ACP_SECRETS_FD"
+
 func TestForeignSecretsFDIgnored(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -2,7 +2,8 @@ package main
 
 import (
 	"runtime/debug"
-	"strings"
+
+	"github.com/dsh-acp/dsh-acp/internal/buildinfo"
 )
 
 // release is the release this binary is, X.Y.Z as CHANGELOG.md's newest
@@ -22,46 +23,5 @@ var commit string
 // the build command passed, else "(devel)".
 func version() string {
 	info, ok := debug.ReadBuildInfo()
-	return versionFrom(release, commit, info, ok)
-}
-
-func versionFrom(release, commit string, info *debug.BuildInfo, ok bool) string {
-	if release != "" {
-		return release
-	}
-	if !ok || info == nil {
-		info = &debug.BuildInfo{}
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, at string
-	modified := false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		rev = commit
-	}
-	if rev == "" {
-		return "(devel)"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	parts := []string{"(devel)", rev}
-	if at != "" {
-		parts = append(parts, at)
-	}
-	if modified {
-		parts = append(parts, "+modified")
-	}
-	return strings.Join(parts, " ")
+	return buildinfo.Version(release, commit, info, ok)
 }

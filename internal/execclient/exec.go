@@ -18,6 +18,31 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
+// Usage is dsh-acp exec's help, above its flags.
+const Usage = `Usage:
+  dsh-acp exec [flags] PROMPT...
+  dsh-acp exec [flags] -            (or a prompt piped to stdin)
+
+Runs one prompt through the agent and prints the stream. Flags may come
+before or after the prompt; everything after "--" is prompt text.
+--continue goes on with the newest stored session of this directory,
+--resume ID with any (dsh-acp sessions lists them).
+
+A command that needs approval is asked on the terminal, one key: [y] yes
+(or Enter), [a] always in this session, [p] always in this project, [n]
+no. Without a terminal it is refused unless --yes (every command,
+unconfined), --allow PATTERN (matching commands) or --default-mode
+sandbox (every command, confined) says otherwise; an MCP tool with
+--allow mcp:SERVER/TOOL or --allow-mcp-readonly.
+
+Exit codes: 0 the turn ended normally, 1 it failed (a model or agent
+error), 2 usage error, 3 it stopped early (max_turn_requests, the model's
+length limit or a refusal), 4 every command the model asked to run was
+refused, 130 interrupted.
+
+Flags:
+`
+
 // Agent is the agent a run speaks ACP to, in this process, as an editor
 // would over stdio.
 type Agent interface {
@@ -291,7 +316,7 @@ func sentence(err error) string {
 	return re.Message
 }
 
-// exitCode maps how the turn ended to the exit codes execUsage lists, so a
+// exitCode maps how the turn ended to the exit codes Usage lists, so a
 // script can tell a finished turn from one that stopped early or whose
 // every command was refused.
 func exitCode(stop acpsdk.StopReason, p *printer, stderr io.Writer) int {

@@ -80,6 +80,22 @@ var forbidden = map[string][]string{
 	// exec's ACP client speaks to the agent through the SDK alone: none
 	// of the agent's packages (but the tools' shared rendering of a call
 	// and a plan, which the editor sees the same).
+	// The commands over the state directory read the store and the
+	// project rules, nothing of a running agent's.
+	"internal/storecmd": {module + "acp", module + "agent", module + "executor", module + "cmd/", module + "sessions/store/"},
+	// Completion scripts are written from the commands and flags given.
+	"internal/completion": {module},
+	// Keeping credentials out of the environment block knows which names
+	// are credentials (the executor's rules) and nothing of the agent.
+	"internal/secretenv": {module + "acp", module + "agent", module + "sessions", module + "tools", module + "cmd/"},
+	// Which key goes to which endpoint: the endpoint's form and the
+	// stored keys, nothing of sessions or the protocol.
+	"internal/signin": {module + "acp", module + "sessions", module + "cmd/"},
+	// The sandbox's setup from the settings: the sandbox and nothing else
+	// of the agent's.
+	"internal/sandboxsetup": {module + "acp", module + "agent", module + "sessions", module + "tools", module + "cmd/", module + "executor/docker"},
+	// The build's version: a leaf.
+	"internal/buildinfo":  {module},
 	"internal/execclient": {module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission", module + "changes", module + "tools/", module + "cmd/", module + "internal/config"},
 }
 

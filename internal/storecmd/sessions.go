@@ -1,7 +1,6 @@
-package main
+package storecmd
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,6 +16,9 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
+// Package storecmd is the commands over the state directory: dsh-acp
+// sessions (list, show, rm, prune the stored sessions) and dsh-acp rules
+// (the commands always allowed in a project).
 const sessionsUsage = `Usage:
   dsh-acp sessions [--cwd DIR] [--json|--ids]    list the stored sessions, newest first
   dsh-acp sessions show ID                       print a session's conversation
@@ -35,60 +37,84 @@ Continue a session with dsh-acp exec --resume ID PROMPT... (or
 Flags:
 `
 
-// runSessions lists, shows or deletes the stored sessions.
-func runSessions(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
-	cfg := &config{getenv: getenv}
+// Env is what the commands need of the program.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// StateDir is --state-dir's default: DSH_STATE_DIR, else config.toml's
+	// state-dir, so they read the store the agent writes.
+	StateDir string
+	// Dir is the state directory --state-dir's value names: the value, or
+	// the default one when it is "".
+	Dir func(flagValue string) (string, error)
+	// Footer closes the help.
+	Footer string
+}
+
+// Sessions is dsh-acp sessions: it lists, shows or deletes the stored
+// sessions, and returns the exit code.
+func Sessions(args []string, e Env) int {
+	stdout, stderr := e.Stdout, e.Stderr
 	fs := flag.NewFlagSet("dsh-acp sessions", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.StringVar(&cfg.cwd, "cwd", "", "only the sessions of this working `DIR`")
-	stateDir, err := stateDirDefault(getenv)
-	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp sessions:", err)
-		return 2
-	}
-	fs.StringVar(&cfg.stateDir, "state-dir", stateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
+	cwd := fs.String("cwd", "", "only the sessions of this working `DIR`")
+	stateDir := fs.String("state-dir", e.StateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
 	asJSON := fs.Bool("json", false, "list as a JSON array")
 	idsOnly := fs.Bool("ids", false, "list the ids only, one a line")
 	olderThan := fs.Duration("older-than", 0, "prune: delete the sessions last updated longer ago than this `DURATION` (72h)")
-	rest, err := settings.ParseArgs(fs, sessionsUsage, usageFooter, args)
+	rest, err := settings.ParseArgs(fs, sessionsUsage, e.Footer, args)
 	if err == nil {
 		err = checkSessionsArgs(rest, *olderThan)
 	}
-	if code, done := settle(cfg, err, "dsh-acp sessions", stdout, stderr); done {
+	if code, done := settings.Settle(err, "dsh-acp sessions", stdout, stderr); done {
 		return code
 	}
-	if cfg.cwd != "" {
-		if cfg.cwd, err = filepath.Abs(cfg.cwd); err != nil {
+	if *cwd != "" {
+		if *cwd, err = filepath.Abs(*cwd); err != nil {
 			fmt.Fprintln(stderr, "dsh-acp sessions: --cwd:", err)
 			return 2
 		}
 	}
-	st, err := openStoreFor(cfg)
+	st, err := e.open(*stateDir)
 	if err == nil {
-		switch {
-		case len(rest) == 0 && *idsOnly:
-			err = printSessionIDs(stdout, st, cfg.cwd)
-		case len(rest) == 0 && *asJSON:
-			err = printSessionsJSON(stdout, st, cfg.cwd)
-		case len(rest) == 0:
-			err = printSessions(stdout, st, cfg.cwd)
-		case rest[0] == "show":
-			var id string
-			if id, err = resolveID(st, rest[1]); err == nil {
-				err = showSession(stdout, st, id)
-			}
-		case rest[0] == "prune":
-			err = pruneSessions(stdout, stderr, st, cfg.cwd, *olderThan, time.Now())
-		default:
-			err = removeSessions(stdout, stderr, st, rest[1:])
-		}
+		err = sessionsDo(stdout, stderr, st, *cwd, rest, *idsOnly, *asJSON, *olderThan)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh-acp sessions:", storeSentence(err))
 		return 1
 	}
 	return 0
+}
+
+// open opens the state directory --state-dir names, for reading it.
+func (e Env) open(flagValue string) (*store.Store, error) {
+	dir, err := e.Dir(flagValue)
+	if err != nil {
+		return nil, err
+	}
+	return Open(dir)
+}
+
+// sessionsDo does what the words after sessions ask.
+func sessionsDo(stdout, stderr io.Writer, st *store.Store, cwd string, rest []string, idsOnly, asJSON bool, olderThan time.Duration) (err error) {
+	switch {
+	case len(rest) == 0 && idsOnly:
+		err = printSessionIDs(stdout, st, cwd)
+	case len(rest) == 0 && asJSON:
+		err = printSessionsJSON(stdout, st, cwd)
+	case len(rest) == 0:
+		err = printSessions(stdout, st, cwd)
+	case rest[0] == "show":
+		var id string
+		if id, err = ResolveID(st, rest[1]); err == nil {
+			err = showSession(stdout, st, id)
+		}
+	case rest[0] == "prune":
+		err = pruneSessions(stdout, stderr, st, cwd, olderThan, time.Now())
+	default:
+		err = removeSessions(stdout, stderr, st, rest[1:])
+	}
+	return err
 }
 
 func checkSessionsArgs(rest []string, olderThan time.Duration) error {
@@ -117,7 +143,7 @@ func checkSessionsArgs(rest []string, olderThan time.Duration) error {
 func removeSessions(stdout, stderr io.Writer, st *store.Store, ids []string) error {
 	var first error
 	for _, arg := range ids {
-		id, err := resolveID(st, arg)
+		id, err := ResolveID(st, arg)
 		if err == nil {
 			err = st.Delete(id)
 		}
@@ -190,12 +216,8 @@ func storeSentence(err error) string {
 	return err.Error()
 }
 
-// openStoreFor opens the state directory of cfg, for reading it.
-func openStoreFor(cfg *config) (*store.Store, error) {
-	dir, err := cfg.storeDir()
-	if err != nil {
-		return nil, err
-	}
+// Open opens the state directory dir, for reading it.
+func Open(dir string) (*store.Store, error) {
 	st, err := store.New(store.Options{Dir: dir})
 	if err != nil {
 		return nil, fmt.Errorf("the state directory %s: %w", dir, err)

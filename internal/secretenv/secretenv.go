@@ -1,4 +1,8 @@
-package main
+// Package secretenv keeps credentials out of the agent's environment block
+// (what /proc/PID/environ shows) and its memory: Hide re-executes the
+// process without them and hands over only those the agent uses; Protect
+// makes its memory unreadable to commands of the same user.
+package secretenv
 
 import (
 	"fmt"
@@ -44,7 +48,7 @@ func neededByAgent() []string {
 // dropped (its value is not handed over), so the start-up log can say so.
 const withheldPrefix = "\x01withheld="
 
-// hideSecrets keeps credentials out of this process's environment block and
+// Hide keeps credentials out of this process's environment block and
 // out of its memory. The executor removes them from every command's
 // environment, but /proc/<pid>/environ of the agent itself shows the
 // environment it was started with — readable by any command running as the
@@ -60,14 +64,14 @@ const withheldPrefix = "\x01withheld="
 // It must run first thing in main: exec replaces the process. It returns
 // the credential variables dropped at the hand-over: neither the agent nor
 // its commands have them.
-func hideSecrets() (dropped []string, err error) {
+func Hide() (dropped []string, err error) {
 	if fdText, ok := os.LookupEnv(secretsFDEnv); ok {
 		os.Unsetenv(secretsFDEnv)
 		fd, err := strconv.Atoi(fdText)
 		if err != nil || !isHandOverPipe(fd) {
 			// Not ours (set by hand, or inherited): never read stdio or a
 			// file as credentials; start as if it were not there.
-			return hideSecrets()
+			return Hide()
 		}
 		return takeHandOver(fd)
 	}

@@ -1,4 +1,4 @@
-package main
+package storecmd
 
 import (
 	"fmt"
@@ -7,14 +7,45 @@ import (
 	"github.com/dsh-acp/dsh-acp/sessions/store"
 )
 
+// Newest is the stored session exec --continue resumes: the newest of the
+// working directory cwd, in the state directory dir.
+func Newest(dir, cwd string) (string, error) {
+	st, err := store.New(store.Options{Dir: dir})
+	if err != nil {
+		return "", fmt.Errorf("--continue: the state directory: %w", err)
+	}
+	page, err := st.List(store.ListOptions{Cwd: cwd})
+	if err != nil {
+		return "", fmt.Errorf("--continue: %w", err)
+	}
+	if len(page.Sessions) == 0 {
+		return "", fmt.Errorf("--continue: no stored session in %s to continue (start one with dsh-acp exec PROMPT)", cwd)
+	}
+	return page.Sessions[0].ID, nil
+}
+
+// Whole is the whole id of the stored session exec --resume names (whole,
+// or a unique prefix of 6 characters or more), in the state directory dir.
+func Whole(dir, id string) (string, error) {
+	st, err := Open(dir)
+	if err != nil {
+		return "", fmt.Errorf("--resume: %w", err)
+	}
+	whole, err := ResolveID(st, id)
+	if err != nil {
+		return "", fmt.Errorf("--resume: %w", err)
+	}
+	return whole, nil
+}
+
 // minIDPrefix is the shortest prefix of a session id accepted for the
 // whole id.
 const minIDPrefix = 6
 
-// resolveID is the stored session id names: the id itself, or the one id
+// ResolveID is the stored session id names: the id itself, or the one id
 // that starts with it (6 characters or more). An ambiguous prefix is an
 // error listing the sessions it could mean.
-func resolveID(st *store.Store, id string) (string, error) {
+func ResolveID(st *store.Store, id string) (string, error) {
 	infos, err := allSessions(st, "")
 	if err != nil {
 		return "", err

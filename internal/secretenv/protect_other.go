@@ -1,9 +1,9 @@
 //go:build !linux
 
-package main
+package secretenv
 
-// protectProcess: macOS has no /proc, and reading another process's memory
+// Protect: macOS has no /proc, and reading another process's memory
 // (task_for_pid) needs root or a debugger entitlement there, so there is
 // nothing to switch off. Its environment block (KERN_PROCARGS2) is what the
 // credential hand-over empties.
-func protectProcess() error { return nil }
+func Protect() error { return nil }

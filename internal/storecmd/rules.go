@@ -1,7 +1,6 @@
-package main
+package storecmd
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,26 +24,23 @@ the repository.
 Flags:
 `
 
-func runRules(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, getenv env) int {
-	cfg := &config{getenv: getenv}
+// Rules is dsh-acp rules: it lists the commands always allowed per
+// project, or removes one, and returns the exit code.
+func Rules(args []string, e Env) int {
+	stdout, stderr := e.Stdout, e.Stderr
 	fs := flag.NewFlagSet("dsh-acp rules", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	stateDir, err := stateDirDefault(getenv)
-	if err != nil {
-		fmt.Fprintln(stderr, "dsh-acp rules:", err)
-		return 2
-	}
-	fs.StringVar(&cfg.stateDir, "state-dir", stateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
-	rest, err := settings.ParseArgs(fs, rulesUsage, usageFooter, args)
+	stateDir := fs.String("state-dir", e.StateDir, "the state `DIR` (env DSH_STATE_DIR, config.toml state-dir)")
+	rest, err := settings.ParseArgs(fs, rulesUsage, e.Footer, args)
 	n := 0
 	if err == nil {
 		n, err = rulesArgs(rest)
 	}
-	if code, done := settle(cfg, err, "dsh-acp rules", stdout, stderr); done {
+	if code, done := settings.Settle(err, "dsh-acp rules", stdout, stderr); done {
 		return code
 	}
-	dir, err := cfg.storeDir()
+	dir, err := e.Dir(*stateDir)
 	if err == nil {
 		r := project.Open(dir)
 		if n == 0 {

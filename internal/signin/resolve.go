@@ -1,4 +1,4 @@
-package main
+package signin
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 // resolveTimeout bounds the one lookup a failed keyless run makes.
 const resolveTimeout = 3 * time.Second
 
-// unresolvedEndpoint says, for a run that failed with no API key and no
-// script, whether the endpoint's host does not resolve either: that is
-// what is wrong first (a typo in --base-url, no network), and a key would
-// not fix it. Empty when the host resolves or there is nothing to look up.
+// Unresolved says, for a run that failed with no API key and no script
+// (the caller knows), whether the endpoint's host does not resolve either:
+// that is what is wrong first (a typo in --base-url, no network), and a
+// key would not fix it. Empty when the host resolves or there is nothing to look up.
 // It runs only after a failure, so a working run never waits on DNS.
-func unresolvedEndpoint(ctx context.Context, cfg *config) string {
-	if cfg.apiKey != "" || cfg.script != "" || ctx.Err() != nil {
+func Unresolved(ctx context.Context, baseURL string) string {
+	if ctx.Err() != nil {
 		return ""
 	}
-	raw := cfg.baseURL
+	raw := baseURL
 	if raw == "" {
 		raw = openai.DefaultBaseURL
 	}

@@ -1,7 +1,9 @@
-package main
+// Package completion writes dsh-acp's shell completion scripts (bash, zsh,
+// fish) from the program's commands and flags, so a command or flag added
+// to the program is completed at once.
+package completion
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -9,7 +11,8 @@ import (
 	"strings"
 )
 
-const completionUsage = `Usage:
+// Usage is the command's help.
+const Usage = `Usage:
   dsh-acp completion bash|zsh|fish
 
 Prints a completion script. For example:
@@ -18,23 +21,30 @@ Prints a completion script. For example:
   fish:  dsh-acp completion fish > ~/.config/fish/completions/dsh-acp.fish
 `
 
-func runCompletion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, _ env) int {
+// Command is one subcommand as the scripts complete it.
+type Command struct{ Name, Summary string }
+
+// Run is dsh-acp completion: it prints the script for the shell args
+// names, completing commands and the flags of flags, and returns the
+// exit code.
+func Run(args []string, stdout, stderr io.Writer, commands []Command, flags *flag.FlagSet) int {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, completionUsage)
+		fmt.Fprint(stdout, Usage)
 		return 0
 	}
 	if len(args) != 1 {
-		fmt.Fprint(stderr, "dsh-acp completion: name one shell\n"+completionUsage)
+		fmt.Fprint(stderr, "dsh-acp completion: name one shell\n"+Usage)
 		return 2
 	}
-	words := completionWords()
+	w := words{commands: commands}
+	flags.VisitAll(func(f *flag.Flag) { w.flags = append(w.flags, f) })
 	switch args[0] {
 	case "bash":
-		fmt.Fprint(stdout, bashCompletion(words))
+		fmt.Fprint(stdout, bashCompletion(w))
 	case "zsh":
-		fmt.Fprint(stdout, zshCompletion(words))
+		fmt.Fprint(stdout, zshCompletion(w))
 	case "fish":
-		fmt.Fprint(stdout, fishCompletion(words))
+		fmt.Fprint(stdout, fishCompletion(w))
 	default:
 		fmt.Fprintf(stderr, "dsh-acp completion: no script for %q (bash, zsh or fish)\n", args[0])
 		return 2
@@ -44,15 +54,8 @@ func runCompletion(_ context.Context, args []string, _ io.Reader, stdout, stderr
 
 // words are what the scripts complete: subcommands, and flags (with "--").
 type words struct {
-	commands []command
+	commands []Command
 	flags    []*flag.Flag
-}
-
-func completionWords() words {
-	var w words
-	w.commands = commandTable()
-	execFlagSet().VisitAll(func(f *flag.Flag) { w.flags = append(w.flags, f) })
-	return w
 }
 
 // dirFlags take a directory, fileFlags a file.
@@ -77,6 +80,14 @@ func values(f *flag.Flag) []string {
 		return strings.Split(name, "|")
 	}
 	return nil
+}
+
+func (w words) commandNames() string {
+	var names []string
+	for _, c := range w.commands {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, " ")
 }
 
 func (w words) flagNames() string {
@@ -146,7 +157,7 @@ func bashCompletion(w words) string {
   fi
 }
 complete -F _dsh_acp dsh-acp
-`, bashIDs, strings.Join(commandNames(), " "), w.bashValueCases(), strings.Join(commandNames(), " "), w.flagNames())
+`, bashIDs, w.commandNames(), w.bashValueCases(), w.commandNames(), w.flagNames())
 }
 
 // zshQuote quotes s for a single-quoted zsh word.
@@ -162,7 +173,7 @@ func zshCompletion(w words) string {
 	b.WriteString("_dsh_acp_ids() {\n  local -a ids state\n  local i=${words[(I)--state-dir]}\n  (( i )) && state=(--state-dir ${words[i+1]})\n  ids=(${(f)\"$(${words[1]} sessions --ids $state 2>/dev/null)\"})\n  compadd -a ids\n}\n")
 	b.WriteString("_dsh_acp() {\n  local -a commands\n  commands=(\n")
 	for _, c := range w.commands {
-		fmt.Fprintf(&b, "    '%s:%s'\n", c.name, zshQuote(c.summary))
+		fmt.Fprintf(&b, "    '%s:%s'\n", c.Name, zshQuote(c.Summary))
 	}
 	b.WriteString("  )\n  if (( CURRENT == 2 )) && [[ $words[2] != -* ]]; then\n    _describe 'command' commands\n    return\n  fi\n")
 	b.WriteString("  if [[ $words[2] == sessions && $words[CURRENT] != -* ]]; then\n    local sub=${${(M)words[3,CURRENT-1]:#(show|rm|prune)}[1]}\n    case $sub in\n      '') compadd show rm prune ;;\n      show|rm) _dsh_acp_ids ;;\n    esac\n    return\n  fi\n  _arguments \\\n")
@@ -191,7 +202,7 @@ func fishCompletion(w words) string {
 	var b strings.Builder
 	b.WriteString("# fish completion for dsh-acp\ncomplete -c dsh-acp -f\n")
 	for _, c := range w.commands {
-		fmt.Fprintf(&b, "complete -c dsh-acp -n __fish_use_subcommand -a %s -d %s\n", c.name, fishQuote(c.summary))
+		fmt.Fprintf(&b, "complete -c dsh-acp -n __fish_use_subcommand -a %s -d %s\n", c.Name, fishQuote(c.Summary))
 	}
 	b.WriteString("complete -c dsh-acp -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n")
 	for _, f := range w.flags {
