@@ -54,6 +54,12 @@ type Options struct {
 	// across restarts of the agent. It is given the task's owner and called
 	// once per Start, outside the executor's lock; an error fails the Start.
 	NextTaskID func(owner string) (int64, error)
+	// TaskStarted, if set, is told each background task's id and owner
+	// once the task is recorded and before its command starts (a record
+	// of it precedes any process of it), from the goroutine of its Start;
+	// not for a Start that fails before (a closed executor, a counter that
+	// fails).
+	TaskStarted func(id, owner string)
 	// Watcher, if set, is told of every command's session as it starts and
 	// when its process group is gone, so that a process outliving the
 	// agent (the watchdog) can end them whatever ends the agent. Nil means

@@ -88,6 +88,9 @@ func (l *Local) StartContext(ctx context.Context, spec Spec) (string, error) {
 	// end to be delivered, whatever happens next.
 	l.wg.Add(1)
 	l.mu.Unlock()
+	if l.opts.TaskStarted != nil {
+		l.opts.TaskStarted(id, spec.Owner)
+	}
 	if spec.Registered != nil {
 		spec.Registered(id)
 	}

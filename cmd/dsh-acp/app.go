@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 
 	"go.uber.org/zap"
@@ -400,13 +399,13 @@ func (a *app) startExecutor(cfg *config, limits executor.Limits, confine executo
 	reg := a.sessions
 	if st := a.store; st != nil {
 		// Task ids continue the store's sequence, and each task is recorded
-		// with its session, so a later process knows which ids were its.
-		opts.NextTaskID = func(owner string) (int64, error) {
-			n, err := st.NextTaskIDs(1)
-			if err == nil && owner != "" {
-				reg.TaskStarted(owner, "bash-"+strconv.FormatInt(n, 10), "")
+		// with its session before it runs, so a later process knows which
+		// ids were its.
+		opts.NextTaskID = func(string) (int64, error) { return st.NextTaskIDs(1) }
+		opts.TaskStarted = func(id, owner string) {
+			if owner != "" {
+				reg.TaskStarted(owner, id, "")
 			}
-			return n, err
 		}
 	}
 	ex, err := executor.NewLocal(opts)

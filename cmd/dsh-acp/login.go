@@ -47,7 +47,7 @@ func loginConfig(name string, args []string, getenv env, stdout, stderr io.Write
 		// editor's sign-in passes its whole command line) and ignored.
 		only := (&config{}).table().For("").FlagSet(name)
 		err = &settings.HelpError{Text: settings.UsageOnly(loginUsage, only, "base-url") +
-			"Every other flag of dsh-acp is accepted too, and ignored: an editor's sign-in\nruns the agent's own command line with login added.\n"}
+			"\nEvery other flag of dsh-acp is accepted too, and ignored: an editor's sign-in\nruns the agent's own command line with login added.\n"}
 	}
 	if code, done := settle(cfg, err, name, stdout, stderr); done {
 		return nil, code, true

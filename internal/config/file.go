@@ -205,7 +205,11 @@ func scalar(v *unstable.Node) (value, kind string, err error) {
 		f, err := parseFloat(string(v.Data))
 		return strconv.FormatFloat(f, 'g', -1, 64), "float", err
 	}
-	return "", "", fmt.Errorf("a %s is not a value any flag takes (use a string, number, boolean or array of strings)", strings.ToLower(v.Kind.String()))
+	what := map[unstable.Kind]string{unstable.LocalDate: "a date", unstable.LocalTime: "a time", unstable.LocalDateTime: "a date-time", unstable.DateTime: "a date-time", unstable.Array: "an array", unstable.InlineTable: "a table"}[v.Kind]
+	if what == "" {
+		what = "a " + strings.ToLower(v.Kind.String())
+	}
+	return "", "", fmt.Errorf("%s is not a value any flag takes (use a string, number, boolean or array of strings)", what)
 }
 
 // parseInteger reads a TOML integer, whose form the parser checked:
