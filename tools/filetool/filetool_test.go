@@ -463,10 +463,7 @@ func TestSearchSkipsWhatGitIgnores(t *testing.T) {
 				grep = tl
 			}
 		}
-		var got []string
-		for _, line := range strings.Split(run(t, glob, caller, `{"pattern":"**/*"}`).Text, "\n") {
-			got = append(got, line)
-		}
+		got := strings.Split(run(t, glob, caller, `{"pattern":"**/*"}`).Text, "\n")
 		slices.Sort(got)
 		if strings.Join(got, " ") != want {
 			t.Errorf("glob: %q; want %q", strings.Join(got, " "), want)
