@@ -56,6 +56,10 @@ func (e elicitor) Elicit(ctx context.Context, q tools.Elicitation) (tools.Answer
 		return tools.Answer{}, fmt.Errorf("elicitation/create: %w", err)
 	}
 	switch {
+	case resp.Accept != nil && resp.Accept.Action != tools.AnswerAccept:
+		// The SDK reads any action it does not know as an accept: an
+		// answer nobody gave must not reach the model as the user's.
+		return tools.Answer{}, fmt.Errorf("elicitation/create: the editor answered with an unknown action %q", resp.Accept.Action)
 	case resp.Accept != nil:
 		return tools.Answer{Action: tools.AnswerAccept, Content: resp.Accept.Content}, nil
 	case resp.Decline != nil:

@@ -380,6 +380,13 @@ func (h *harness) answerPermissions(conn *jsonrpc2.Conn) {
 	}
 	h.permMu.Unlock()
 	for _, r := range replies {
+		if r.method == "elicitation/create" && r.answer == "error" {
+			// An editor that fails to show the form answers with an error.
+			if err := conn.ReplyWithError(context.Background(), r.id, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "the form could not be shown"}); err != nil {
+				h.t.Errorf("reply to elicitation/create: %v", err)
+			}
+			continue
+		}
 		if r.method == "elicitation/create" {
 			res := map[string]any{"action": r.answer}
 			if r.answer == "accept" && r.values != nil {

@@ -299,6 +299,12 @@ func (h *harness) awaitUpdate(s step) error {
 		return fmt.Errorf("match: %w", err)
 	}
 	sid := h.sid(s.Session)
+	// A request of the agent's scoped to the session (elicitation/create)
+	// is matched on its params.
+	method := "session/update"
+	if s.Method != "" {
+		method = s.Method
+	}
 	err := h.wire.waitFor(h.ctx, func(frames []frame) bool {
 		for i := h.cursors[s.Session]; i < len(frames); i++ {
 			f := frames[i]
@@ -306,14 +312,18 @@ func (h *harness) awaitUpdate(s step) error {
 				continue
 			}
 			m, _ := f.val.(map[string]any)
-			if m["method"] != "session/update" {
+			if m["method"] != method {
 				continue
 			}
 			p, _ := m["params"].(map[string]any)
 			if p["sessionId"] != sid {
 				continue
 			}
-			if contains(p["update"], want) {
+			got := any(p)
+			if method == "session/update" {
+				got = p["update"]
+			}
+			if contains(got, want) {
 				h.cursors[s.Session] = i + 1
 				return true
 			}
