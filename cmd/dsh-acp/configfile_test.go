@@ -344,6 +344,17 @@ func TestConfigErrorBlamesWhatSetIt(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q, want it to start %q", code, errb.String(), want)
 		}
 	}
+	// The file lowers --max-timeout below the default --timeout: the
+	// file's line is at fault, though --timeout's check finds it, and
+	// stays so when a flag gives --timeout.
+	getenv, path = configEnv(t, "max-timeout = \"1s\"\n", nil)
+	for _, args := range [][]string{{"exec", "--script", "x", "hi"}, {"exec", "--timeout", "5s", "--script", "x", "hi"}} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, nil, &out, &errb, getenv)
+		if want := "is above --max-timeout 1s (set in " + path + ":1)"; code != 2 || !strings.Contains(errb.String(), want) {
+			t.Errorf("%q over the file's max-timeout = \"1s\": exit %d, stderr %q, want %q", args, code, errb.String(), want)
+		}
+	}
 	getenv, path = configEnv(t, "sandbox = \"off\"\n", nil)
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"--default-mode", "sandbox"}, nil, &out, &errb, getenv)

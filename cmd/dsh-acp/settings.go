@@ -177,7 +177,7 @@ func (c *config) checkTimeouts() error {
 	case c.maxTimeout <= 0:
 		return settings.Because("max-timeout", positive)
 	case c.timeout > c.maxTimeout:
-		return fmt.Errorf("--timeout %v is above --max-timeout %v", c.timeout, c.maxTimeout)
+		return settings.BecauseOneOf(fmt.Errorf("--timeout %v is above --max-timeout %v", c.timeout, c.maxTimeout), "timeout", "max-timeout")
 	}
 	return nil
 }

@@ -295,7 +295,7 @@ func (t Table) Parse(r Request) (*Parsed, error) {
 			name := s.Name
 			var b *blamed
 			if errors.As(err, &b) {
-				name, err = b.name, b.err
+				name, err = p.culprit(b.names), b.err
 			}
 			return nil, p.Blame(name, err)
 		}
@@ -451,10 +451,22 @@ func article(kind string) string {
 	return "a " + kind
 }
 
-// blamed is a check's error that is another setting's fault.
+// culprit is the first of names set where the person cannot see it from
+// the command line (config.toml or the environment), else the first.
+func (p *Parsed) culprit(names []string) string {
+	for _, n := range names {
+		if o := p.sources[n].Origin; o == FromFile || o == FromEnv {
+			return n
+		}
+	}
+	return names[0]
+}
+
+// blamed is a check's error that is another setting's fault, or one of
+// several settings'.
 type blamed struct {
-	name string
-	err  error
+	names []string
+	err   error
 }
 
 func (b *blamed) Error() string { return b.err.Error() }
@@ -466,5 +478,16 @@ func Because(name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &blamed{name: name, err: err}
+	return &blamed{names: []string{name}, err: err}
+}
+
+// BecauseOneOf is err blamed on whichever of names came from config.toml
+// or the environment (the first such), else on the first: a check that
+// relates two settings (--timeout above --max-timeout) must name the
+// file's line even when the value there is the other one's.
+func BecauseOneOf(err error, names ...string) error {
+	if err == nil || len(names) == 0 {
+		return err
+	}
+	return &blamed{names: names, err: err}
 }
