@@ -325,6 +325,23 @@ func TestConfigErrorBlamesTheRightPlace(t *testing.T) {
 	if want := "(set in " + path + ":2)"; code != 2 || !strings.Contains(errb.String(), "--log-file") || !strings.Contains(errb.String(), want) {
 		t.Errorf("log-file in the file: exit %d, stderr %q, want it to name %q", code, errb.String(), want)
 	}
+	// A list's flags add to the file's list: an empty --allow given on
+	// the command line is the flag's fault, not the file's; an empty
+	// pattern in the file is the file's, although a flag added to it.
+	getenv, path = configEnv(t, "allow = [\"ls\"]\nsandbox-read = [\"/\"]\n", nil)
+	for _, args := range [][]string{{"exec", "--allow", "", "--script", "x", "hi"}, {"exec", "--sandbox-read", "relative", "--script", "x", "hi"}} {
+		errb.Reset()
+		code = run(context.Background(), args, nil, &out, &errb, getenv)
+		if code != 2 || errb.Len() == 0 || strings.Contains(errb.String(), path) {
+			t.Errorf("%q over the file's list: exit %d, stderr %q (the flag is at fault, not %s)", args, code, errb.String(), path)
+		}
+	}
+	getenv, path = configEnv(t, "allow = [\"\"]\n", nil)
+	errb.Reset()
+	code = run(context.Background(), []string{"exec", "--allow", "ls", "--script", "x", "hi"}, nil, &out, &errb, getenv)
+	if want := "(set in " + path + ":1)"; code != 2 || !strings.Contains(errb.String(), "empty pattern") || !strings.Contains(errb.String(), want) {
+		t.Errorf("allow = [\"\"] with --allow ls: exit %d, stderr %q, want it to name %q", code, errb.String(), want)
+	}
 }
 
 // TestConfigErrorBlamesWhatSetIt: a refused value is blamed on the line

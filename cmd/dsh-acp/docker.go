@@ -42,9 +42,9 @@ func (c *dockerConfig) validate(kind string) error {
 		if c.image == "" {
 			return fmt.Errorf("--executor docker needs --docker-image (env DSH_DOCKER_IMAGE): an image with bash")
 		}
-		for _, p := range c.read {
+		for i, p := range c.read {
 			if !filepath.IsAbs(p) {
-				return settings.Because("docker-read", fmt.Errorf("--docker-read needs an absolute path, got %q", p))
+				return settings.Because("docker-read", settings.Element(i, fmt.Errorf("--docker-read needs an absolute path, got %q", p)))
 			}
 		}
 	default:

@@ -215,12 +215,12 @@ func (c *config) checkDefaultMode() error {
 }
 
 func (c *config) checkSandboxRead() error {
-	for _, p := range c.sandboxRead {
+	for i, p := range c.sandboxRead {
 		if !filepath.IsAbs(p) {
-			return fmt.Errorf("--sandbox-read needs an absolute path, got %q", p)
+			return settings.Element(i, fmt.Errorf("--sandbox-read needs an absolute path, got %q", p))
 		}
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("--sandbox-read %s: there is nothing there to let commands read (%v); give a path that exists", p, errors.Unwrap(err))
+			return settings.Element(i, fmt.Errorf("--sandbox-read %s: there is nothing there to let commands read (%v); give a path that exists", p, errors.Unwrap(err)))
 		}
 	}
 	return nil
@@ -229,9 +229,9 @@ func (c *config) checkSandboxRead() error {
 // emptyPattern refuses an empty --allow or --deny: as a prefix it would
 // match every command (an empty --allow would run them all unasked).
 func emptyPattern(name string, list []string) error {
-	for _, p := range list {
+	for i, p := range list {
 		if strings.TrimSpace(p) == "" {
-			return fmt.Errorf("--%s %q: an empty pattern would match every command; give a command prefix, e.g. --%s 'git status'", name, p, name)
+			return settings.Element(i, fmt.Errorf("--%s %q: an empty pattern would match every command; give a command prefix, e.g. --%s 'git status'", name, p, name))
 		}
 	}
 	return nil

@@ -83,6 +83,9 @@ type Source struct {
 	Line int
 	// Flag: flags added to the file's list (FromFile).
 	Flag bool
+	// FileValues is how many of a list's values the file gave (FromFile):
+	// those after them are the flags'.
+	FileValues int
 }
 
 // String says where the value came from as dsh-acp config shows it.
@@ -297,6 +300,15 @@ func (t Table) Parse(r Request) (*Parsed, error) {
 			if errors.As(err, &b) {
 				name, err = p.culprit(b.names), b.err
 			}
+			var el *element
+			if errors.As(err, &el) {
+				if src := p.sources[name]; src.Origin == FromFile && src.Flag && el.index >= src.FileValues {
+					// A value the command line added to the file's
+					// list: the file is not at fault.
+					return nil, &Error{Setting: name, Source: Source{Origin: FromFlag}, Err: el.err}
+				}
+				err = el.err
+			}
 			return nil, p.Blame(name, err)
 		}
 	}
@@ -365,7 +377,7 @@ func (p *Parsed) applyFile(all Table, fromEnv map[string]bool) error {
 				return where(fmt.Errorf("%s: bad value %s: %s", e.Key, echo(v), wantText(s.Kind, err)))
 			}
 		}
-		p.sources[e.Key] = Source{Origin: FromFile, Path: p.File.Path, Line: e.Line}
+		p.sources[e.Key] = Source{Origin: FromFile, Path: p.File.Path, Line: e.Line, FileValues: len(e.Values)}
 	}
 	return nil
 }
@@ -479,6 +491,24 @@ func Because(name string, err error) error {
 		return nil
 	}
 	return &blamed{names: []string{name}, err: err}
+}
+
+// element is a check's error about one value of a list setting.
+type element struct {
+	index int
+	err   error
+}
+
+func (e *element) Error() string { return e.err.Error() }
+func (e *element) Unwrap() error { return e.err }
+
+// Element is err about value i of a list setting: blamed on the command
+// line, not config.toml, when a flag added that value to the file's list.
+func Element(i int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &element{index: i, err: err}
 }
 
 // BecauseOneOf is err blamed on whichever of names came from config.toml
