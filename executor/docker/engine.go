@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/moby/moby/api/types/mount"
 )
@@ -363,7 +364,24 @@ func answerErr(resp *http.Response) error {
 	if msg == "" {
 		msg = resp.Status
 	}
-	return &apiError{status: resp.StatusCode, msg: msg}
+	return &apiError{status: resp.StatusCode, msg: clipAnswer(msg)}
+}
+
+// maxAnswerText bounds what an error repeats of the engine's answer: a
+// proxy in front of a tcp:// engine may answer with a whole HTML page, and
+// the error is a command's result the model reads.
+const maxAnswerText = 512
+
+// clipAnswer is s cut to maxAnswerText bytes (at a rune boundary).
+func clipAnswer(s string) string {
+	if len(s) <= maxAnswerText {
+		return s
+	}
+	cut := maxAnswerText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // drain reads what is left of an answer (a few bytes) and closes it, so

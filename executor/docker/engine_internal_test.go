@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -159,6 +160,19 @@ func TestEngineErrors(t *testing.T) {
 	}
 	if p := f.seen(); p[len(p)-1] != "DELETE /v1.41/containers/abc?force=1" || p[len(p)-2] != "GET /v1.41/images/nothing:here/json" {
 		t.Errorf("requests %q", p)
+	}
+
+	// A proxy's page in place of the engine's answer: the error says how
+	// it starts, not all of it.
+	page := "<html>" + strings.Repeat("x", 100_000) + "</html>"
+	proxy := httptest.NewServer(f.handler("1.41", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, page)
+	}))
+	defer proxy.Close()
+	_, err = tcpEngine(t, proxy, nil).listContainers(context.Background(), labelAgent)
+	if msg := fmt.Sprint(err); len(msg) > 600 || !strings.HasPrefix(msg, "Error response from daemon: <html>xxx") || !strings.HasSuffix(msg, "x…") {
+		t.Errorf("a 100 KB page as the answer: %d bytes of error, starting %.80q, ending %q", len(msg), msg, msg[max(0, len(msg)-40):])
 	}
 
 	// Nothing listens: a connection error, which explain turns into "does not answer".
