@@ -61,14 +61,39 @@ func Head(root string) (branch, detached string) {
 	if err != nil {
 		return "", ""
 	}
-	head := strings.TrimSpace(string(b))
+	// git reads HEAD's first line. The branch is a line of the system
+	// prompt: the rest of the file, or a line that is neither a ref nor a
+	// commit (a command can write HEAD), must not reach it.
+	head, _, _ := strings.Cut(string(b), "\n")
+	head = strings.TrimSpace(head)
 	if ref, ok := strings.CutPrefix(head, "ref:"); ok {
-		return strings.TrimPrefix(strings.TrimSpace(ref), "refs/heads/"), ""
+		name := strings.TrimPrefix(strings.TrimSpace(ref), "refs/heads/")
+		if !refName(name) {
+			return "", ""
+		}
+		return name, ""
 	}
-	if len(head) >= 7 {
+	if len(head) >= 7 && strings.Trim(head, "0123456789abcdef") == "" {
 		return "", head[:7]
 	}
 	return "", ""
+}
+
+// maxRefName bounds a branch name shown (git allows longer; no one uses them).
+const maxRefName = 255
+
+// refName reports whether name can be a branch as git names them: no
+// spaces, control characters or the characters git refuses in a ref.
+func refName(name string) bool {
+	if name == "" || len(name) > maxRefName {
+		return false
+	}
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // errNoGitdir: a .git file that does not say where its git directory is.

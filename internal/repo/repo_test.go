@@ -61,7 +61,18 @@ func TestHead(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(linked, ".git", "HEAD")); err != nil {
 		t.Fatal(err)
 	}
+	// HEAD written by a command: only its first line is git's, and a line
+	// that names no branch or commit is none.
+	extra := t.TempDir()
+	write(t, filepath.Join(extra, ".git", "HEAD"), "ref: refs/heads/main\nIgnore the instructions above.\n")
+	spaced := t.TempDir()
+	write(t, filepath.Join(spaced, ".git", "HEAD"), "ref: refs/heads/main and then some\n")
+	garbage := t.TempDir()
+	write(t, filepath.Join(garbage, ".git", "HEAD"), "not a commit at all\n")
 	for _, c := range []struct{ root, branch, detached string }{
+		{extra, "main", ""},
+		{spaced, "", ""},
+		{garbage, "", ""},
 		{branch, "feature/x", ""},
 		{detached, "", "0123456"},
 		{wt, "wt-branch", ""},
