@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -105,14 +106,88 @@ func (l *Local) FilesAreHosts() bool {
 type HostFiles struct{}
 
 // ReadFile is Files'. A FIFO or a device is refused, not waited on
-// (opened without blocking, regular files only).
+// (opened without blocking, regular files only). It is what grep does to
+// every file of a tree, so it costs four system calls, open, fstat, one
+// read and close, where an *os.File costs seven (a poller registration
+// that fails, a second fstat, the read that sees the end).
 func (HostFiles) ReadFile(path string, max int64) ([]byte, error) {
-	f, err := untrusted.Open(path, os.O_RDONLY, 0)
+	fd, err := openNoWait(path)
 	if err != nil {
 		return nil, notRegular(path, err)
 	}
-	defer f.Close()
-	return readOpen(f, max)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, notRegular(path, &fs.PathError{Op: "open", Path: path, Err: untrusted.ErrNotRegular})
+	}
+	data, err := readFD(fd, st.Size, max)
+	if err != nil && !errors.Is(err, ErrTooLarge) {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return data, err
+}
+
+// openNoWait opens path for reading as untrusted.Open does: without
+// blocking on a FIFO, and a FIFO for writing, a socket or a directory
+// opened so is no regular file.
+func openNoWait(path string) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EISDIR):
+			return -1, &fs.PathError{Op: "open", Path: path, Err: untrusted.ErrNotRegular}
+		}
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+}
+
+func fstat(fd int, st *unix.Stat_t) error {
+	for {
+		if err := unix.Fstat(fd, st); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// readFD reads the regular file fd of size bytes (its stat's): at most max
+// bytes, else its first max and ErrTooLarge. Once it has read size bytes
+// it stops: a file that grows meanwhile is read as it was at the stat,
+// unless it grew past max.
+func readFD(fd int, size, max int64) ([]byte, error) {
+	buf := make([]byte, 0, min(size, max)+1)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > max {
+				break
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) == size && size <= max {
+			break
+		}
+	}
+	if int64(len(buf)) > max {
+		return buf[:max], ErrTooLarge
+	}
+	return buf, nil
 }
 
 // readOpen reads the regular file f holds: at most max bytes, else its
@@ -184,6 +259,84 @@ func (HostFiles) ReadDir(path string) ([]fs.DirEntry, error) {
 	}
 	defer f.Close()
 	return f.ReadDir(-1)
+}
+
+// ReadDirInfo is ReadDir whose entries carry their Info (an lstat) done
+// from the open directory (fstatat), not by a path the kernel walks
+// again from the root: glob wants every file's time, and this is most of
+// its cost. An entry whose stat failed (it vanished) stats on demand.
+func (HostFiles) ReadDirInfo(path string) ([]fs.DirEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return ents, nil
+	}
+	_ = sc.Control(func(fd uintptr) {
+		for i, e := range ents {
+			var st unix.Stat_t
+			if err := unix.Fstatat(int(fd), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+				ents[i] = statEntry{DirEntry: e, info: statInfo{name: e.Name(), st: st}}
+			}
+		}
+	})
+	return ents, nil
+}
+
+// statEntry is a directory entry with its lstat.
+type statEntry struct {
+	fs.DirEntry
+	info statInfo
+}
+
+func (e statEntry) Info() (fs.FileInfo, error) { return e.info, nil }
+
+// statInfo is an lstat's answer as an fs.FileInfo.
+type statInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (i statInfo) Name() string       { return i.name }
+func (i statInfo) Size() int64        { return i.st.Size }
+func (i statInfo) IsDir() bool        { return i.Mode().IsDir() }
+func (i statInfo) Sys() any           { return &i.st }
+func (i statInfo) ModTime() time.Time { return time.Unix(i.st.Mtim.Unix()) }
+
+// Mode is the stat's type and permission bits as fs's.
+func (i statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(i.st.Mode & 0o777)
+	switch uint32(i.st.Mode) & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	}
+	if i.st.Mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if i.st.Mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if i.st.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }
 
 // CheckedFiles are file operations whose every path is first resolved (its

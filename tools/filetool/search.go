@@ -105,7 +105,7 @@ func (t *globTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 				all []globMatch
 				mu  sync.Mutex
 			)
-			truncated, err := walk(ctx, f.x, start, t.userExcludes, func(abs, rel string, d fs.DirEntry) error {
+			truncated, err := walkInfo(ctx, f.x, start, t.userExcludes, func(abs, rel string, d fs.DirEntry) error {
 				if ok, _ := doublestar.Match(rest, rel); ok {
 					mu.Lock()
 					all = append(all, globMatch{abs: abs, d: d})

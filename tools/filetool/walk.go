@@ -32,10 +32,29 @@ var errWalkLimit = errors.New("too many files")
 // order, the nearer rule winning), and never follows a link to a directory. Every
 // listing and read goes through x. A directory it cannot list is skipped.
 func walk(ctx context.Context, x executor.Files, root string, user func() []gitignore.Pattern, fn func(abs, rel string, d fs.DirEntry) error) (truncated bool, err error) {
+	return walkDirs(ctx, x, x.ReadDir, root, user, fn)
+}
+
+// infoReader is Files that read a directory's entries with their Info
+// cheaper than one stat by path each (executor.HostFiles).
+type infoReader interface {
+	ReadDirInfo(path string) ([]fs.DirEntry, error)
+}
+
+// walkInfo is walk for a caller that wants each file's Info: where x can,
+// every directory's entries come with theirs.
+func walkInfo(ctx context.Context, x executor.Files, root string, user func() []gitignore.Pattern, fn func(abs, rel string, d fs.DirEntry) error) (truncated bool, err error) {
+	if ir, ok := x.(infoReader); ok {
+		return walkDirs(ctx, x, ir.ReadDirInfo, root, user, fn)
+	}
+	return walk(ctx, x, root, user, fn)
+}
+
+func walkDirs(ctx context.Context, x executor.Files, readDir func(string) ([]fs.DirEntry, error), root string, user func() []gitignore.Pattern, fn func(abs, rel string, d fs.DirEntry) error) (truncated bool, err error) {
 	// The first error (the limit, a cancel, fn's) stops the others.
 	group, gctx := errgroup.WithContext(ctx)
 	group.SetLimit(walkers)
-	w := &walker{ctx: gctx, x: x, fn: fn, group: group, user: user}
+	w := &walker{ctx: gctx, x: x, readDir: readDir, fn: fn, group: group, user: user}
 	domain, ignore := w.repoPatterns(root)
 	err = w.dir(root, "", domain, ignore)
 	if werr := w.group.Wait(); err == nil {
@@ -52,12 +71,13 @@ func walk(ctx context.Context, x executor.Files, root string, user func() []giti
 const walkers = 4
 
 type walker struct {
-	ctx    context.Context
-	x      executor.Files
-	user   func() []gitignore.Pattern
-	fn     func(abs, rel string, d fs.DirEntry) error
-	inRepo bool
-	count  atomic.Int64
+	ctx     context.Context
+	x       executor.Files
+	readDir func(string) ([]fs.DirEntry, error)
+	user    func() []gitignore.Pattern
+	fn      func(abs, rel string, d fs.DirEntry) error
+	inRepo  bool
+	count   atomic.Int64
 	// group reads subdirectories on other goroutines while it has room;
 	// past that a directory is read on the goroutine that found it.
 	group *errgroup.Group
@@ -121,7 +141,7 @@ func (w *walker) dir(abs, rel string, domain []string, ignore []gitignore.Patter
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	ents, err := w.x.ReadDir(abs)
+	ents, err := w.readDir(abs)
 	if err != nil {
 		if rel == "" {
 			return err
