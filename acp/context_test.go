@@ -56,7 +56,7 @@ func TestCommandsAnnounced(t *testing.T) {
 		}
 		names = append(names, c.Name+hint)
 	}
-	want := []string{"compact <optional focus for the summary>", "tasks", "kill <task id, e.g. bash-1>", "plan"}
+	want := []string{"compact <optional focus for the summary>", "tasks", "kill <task id, e.g. bash-1>", "plan", "undo <how many changes to undo (default 1)>"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}

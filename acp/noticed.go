@@ -13,7 +13,8 @@ import (
 // noticedView is what the editor was shown of a notice's tool call, kept
 // as the JSON it got so that a replay sends the same bytes.
 func noticedView(n tools.Noticed, c *acpsdk.SessionUpdateToolCall) sessions.NoticedView {
-	v := sessions.NoticedView{ID: string(c.ToolCallId), TaskID: n.TaskID, Text: n.Text, Title: c.Title, Kind: string(c.Kind), Status: string(c.Status)}
+	v := sessions.NoticedView{ID: string(c.ToolCallId), TaskID: n.TaskID, Text: n.Text, Title: c.Title, Kind: string(c.Kind), Status: string(c.Status),
+		Changed: n.Changed}
 	v.Content, _ = json.Marshal(c.Content)
 	if len(c.Locations) > 0 {
 		v.Locations, _ = json.Marshal(c.Locations)

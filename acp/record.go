@@ -63,7 +63,8 @@ func toolView(c agent.CallInfo, r tools.Result) *sessions.ToolView {
 	}
 	raw, _ := json.Marshal(rawInput(c.Args))
 	content, _ := json.Marshal(append(append(headContent(c), fenced(text)), changeContent(r.Changes)...))
-	v := &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content, Hidden: c.Call.Hidden}
+	v := &sessions.ToolView{Title: title, Kind: string(toolKind(c.Call)), RawInput: raw, Status: string(status), Content: content, Hidden: c.Call.Hidden,
+		Changed: r.Changed}
 	if locs := locations(r.Locations); len(locs) > 0 {
 		v.Locations, _ = json.Marshal(locs)
 	}

@@ -165,7 +165,9 @@ type Loop struct {
 	// which no endpoint bills).
 	NoBuiltinPrices bool
 	// Tasks answers /tasks and /kill; nil means the agent has none.
-	Tasks  Tasks
+	Tasks Tasks
+	// Undo answers /undo; nil means it is not available.
+	Undo   Undoer
 	Logger *zap.Logger
 }
 
@@ -221,6 +223,9 @@ type Turn struct {
 	NewInstructions *InstructionsRead
 	// Plan is the session's current plan, for /plan; nil means none yet.
 	Plan *tools.Plan
+	// Changes is what the session's calls changed, for /undo; nil means
+	// nothing is kept.
+	Changes ChangeLog
 	// Approver, if set, is asked before each tool call.
 	Approver Approver
 	// Model is the model to ask (a session's config option); empty means

@@ -26,6 +26,7 @@ const (
 	CommandTasks   = "tasks"
 	CommandKill    = "kill"
 	CommandPlan    = "plan"
+	CommandUndo    = "undo"
 )
 
 // Commands are the slash commands, in the order an editor lists them.
@@ -35,6 +36,7 @@ func Commands() []Command {
 		{Name: CommandTasks, Description: "List this session's background tasks"},
 		{Name: CommandKill, Description: "Stop one of this session's background tasks", Hint: "task id, e.g. bash-1"},
 		{Name: CommandPlan, Description: "Show the session's plan"},
+		{Name: CommandUndo, Description: "Put back the files the last command or edit of this session changed", Hint: "how many changes to undo (default 1)"},
 	}
 }
 
@@ -65,6 +67,40 @@ type Tasks interface {
 	// KillTask stops one of the caller's tasks as bash_kill does, ownership
 	// fence included, and says what happened.
 	KillTask(caller tools.Caller, id string) string
+}
+
+// ChangeLog is a session's record of what its calls changed, newest last,
+// as /undo reads and changes it (the session stores every change of it).
+type ChangeLog interface {
+	// Last is the newest records still to undo, at most n, newest first;
+	// when the newest is an /undo's own record it is the only one.
+	Last(n int) []tools.ChangeRecord
+	// Undone adds the record of an /undo that took back the newest
+	// rec.Undid records; false when they are no longer the newest.
+	Undone(rec tools.ChangeRecord) bool
+	// Redone drops the newest record, an /undo's, whose changes were just
+	// put back; false when the newest is no /undo.
+	Redone() bool
+}
+
+// Undoer answers /undo: it puts back what the session's newest changes
+// did, shows the editor the restoring diff as a tool call, asks before it
+// touches a file changed since, and says what it did.
+type Undoer interface {
+	Undo(ctx context.Context, u UndoRequest)
+}
+
+// UndoRequest is one /undo.
+type UndoRequest struct {
+	Caller tools.Caller
+	// Arg is the text after /undo: empty, or how many changes to undo.
+	Arg     string
+	Changes ChangeLog
+	// Approver is asked before a file someone changed since is touched
+	// (a call whose Subject is tools.Confirm); nil means no one can be
+	// asked, and such files are left as they are.
+	Approver Approver
+	Emit     func(Event)
 }
 
 // runCommand answers a slash command without asking the model anything but
@@ -100,6 +136,15 @@ func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit fu
 		}
 		emit(Event{Kind: EventPlan, Plan: t.Plan})
 		say(PlanText(t.Plan))
+	case CommandUndo:
+		if l.Undo == nil || t.Changes == nil {
+			say("Undo is not available: this agent does not keep what its commands change (diffs are off).")
+			break
+		}
+		l.Undo.Undo(ctx, UndoRequest{Caller: t.Caller, Arg: arg, Changes: t.Changes, Approver: t.Approver, Emit: emit})
+		if ctx.Err() != nil {
+			out.Stop = StopCancelled
+		}
 	}
 	return out, nil
 }

@@ -27,6 +27,9 @@ type Files interface {
 	// WriteFile replaces or creates a file, making its parent directories;
 	// a file that existed keeps its mode.
 	WriteFile(path string, data []byte) error
+	// Remove removes a file (not a directory); a link at path is removed,
+	// not what it names. A file already gone is fs.ErrNotExist.
+	Remove(path string) error
 	// Stat follows links.
 	Stat(path string) (fs.FileInfo, error)
 	// ReadDir lists a directory, in no particular order.
@@ -248,6 +251,14 @@ func (HostFiles) WriteFile(path string, data []byte) error {
 	return f.Close()
 }
 
+// Remove is Files'.
+func (HostFiles) Remove(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return &fs.PathError{Op: "remove", Path: path, Err: ErrIsDirectory}
+	}
+	return os.Remove(path)
+}
+
 // Stat is Files'.
 func (HostFiles) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }
 
@@ -408,6 +419,38 @@ func (c CheckedFiles) WriteFile(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// Remove is Files'. The name is checked where it is (its directory's links
+// resolved, not its own: a link is removed, not what it names), and
+// unlinked in its directory opened from "/" with no link on the way, as a
+// write's is: a link renamed over a directory above cannot take the
+// removal elsewhere.
+func (c CheckedFiles) Remove(path string) error {
+	path = filepath.Clean(path)
+	real := filepath.Join(ResolvePath(filepath.Dir(path)), filepath.Base(path))
+	if err := c.Allow(real, true); err != nil {
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
+	}
+	dir, err := untrusted.OpenDirIn("/", rootRel(filepath.Dir(real)), untrusted.NoLinks)
+	if err != nil {
+		return &fs.PathError{Op: "remove", Path: path, Err: errors.Unwrap(err)}
+	}
+	defer dir.Close()
+	if err := unix.Unlinkat(int(dir.Fd()), filepath.Base(real), 0); err != nil {
+		if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) && isDirAt(dir, filepath.Base(real)) {
+			err = ErrIsDirectory
+		}
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
+	}
+	return nil
+}
+
+// isDirAt reports whether name in dir is a directory: unlinking one is
+// EISDIR on Linux but EPERM on macOS, which is also a plain refusal.
+func isDirAt(dir *os.File, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // Stat is Files'.

@@ -98,6 +98,15 @@ func Decide(q Question) Answer {
 	switch sub.Kind {
 	case tools.NoApproval:
 		return Answer{Action: Run}
+	case tools.Confirm:
+		// Asked in every mode, whatever the rules say, with no "always".
+		return Answer{Action: AskUser}
+	case tools.UserCommand:
+		// What the user asked for runs, confined where commands are.
+		if q.Mode == ModeSandbox {
+			return Answer{Action: RunSandboxed}
+		}
+		return Answer{Action: Run}
 	case tools.ShellCommand:
 		d = q.Rules.Check(sub.Text, q.Remembered)
 	case tools.ToolKey:

@@ -41,6 +41,10 @@ func TestDecide(t *testing.T) {
 		want       permission.Answer
 	}{
 		{name: "no subject runs even under a deny-all", mode: permission.ModeAsk, rules: permission.Rules{Deny: []string{"*"}}, sub: tools.Subject{}, want: run},
+		{name: "a confirmation is asked in auto, with no always", mode: permission.ModeAuto, rules: permission.Rules{Allow: []string{"*"}}, remembered: map[string]bool{"*": true}, sub: tools.Subject{Kind: tools.Confirm}, want: ask(false)},
+		{name: "a confirmation is asked in sandbox", mode: permission.ModeSandbox, sub: tools.Subject{Kind: tools.Confirm}, want: ask(false)},
+		{name: "the user's command runs in ask", mode: permission.ModeAsk, rules: permission.Rules{Deny: []string{"*"}}, sub: tools.Subject{Kind: tools.UserCommand}, want: run},
+		{name: "the user's command runs confined in sandbox", mode: permission.ModeSandbox, sub: tools.Subject{Kind: tools.UserCommand}, want: boxed},
 		{name: "deny vetoes in ask", mode: permission.ModeAsk, rules: deny, sub: tools.Shell("rm -rf x"), want: refused("command", "rm")},
 		{name: "deny vetoes in sandbox", mode: permission.ModeSandbox, rules: deny, sub: tools.Shell("rm -rf x"), want: refused("command", "rm")},
 		{name: "deny vetoes in auto", mode: permission.ModeAuto, rules: deny, sub: tools.Shell("ls; rm x"), want: refused("command", "rm")},

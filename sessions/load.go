@@ -160,6 +160,10 @@ func (s *Session) rebuild(compaction *store.Compaction) error {
 			if p, err := e.Decode(); err == nil {
 				s.gone[p.(store.TaskStarted).ID] = true
 			}
+		case store.KindChanges:
+			if p, err := e.Decode(); err == nil {
+				s.changes.replayChanges(p.(store.Changes))
+			}
 		}
 		return true
 	})

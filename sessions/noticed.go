@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/sessions/store"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // CallMax bounds, in bytes, what the stored entry of a tool call (a
@@ -37,6 +38,8 @@ type NoticedView struct {
 	Content   json.RawMessage
 	Locations json.RawMessage
 	RawOutput json.RawMessage
+	// Changed is what /undo takes back of what the task changed.
+	Changed []tools.FileChange
 }
 
 // AddNoticed stores the tool call shown for a completion notice, in its
@@ -44,6 +47,8 @@ type NoticedView struct {
 // without its content and locations (a replay shows the notice's text);
 // one still too large is not stored.
 func (s *Session) AddNoticed(v NoticedView) {
+	// What the task changed is undoable however its view is stored.
+	defer s.addChanges(v.ID, v.Title, v.Changed)
 	n := store.Noticed{CallID: v.ID, TaskID: v.TaskID, Text: v.Text, Title: v.Title, ToolKind: v.Kind, Status: v.Status,
 		Content: v.Content, Locations: v.Locations, RawOutput: v.RawOutput}
 	if entrySize(n) > CallMax-callEnvelope {

@@ -195,6 +195,9 @@ type ToolView struct {
 	Hidden bool
 	// Locations is JSON: the files the call changed, for the editor.
 	Locations json.RawMessage
+	// Changed is what /undo takes back of the call's changes (stored in
+	// the session's undo journal, beside the call's entry).
+	Changed []tools.FileChange
 }
 
 // AddMessage records a message of a turn as it is produced: the model's
@@ -223,6 +226,9 @@ func (s *Session) AddMessage(m agent.Message, view *ToolView, isError bool) {
 			}
 		}
 		s.noteSeq(s.persist(r))
+		if view != nil {
+			s.addChanges(m.ToolCallID, view.Title, view.Changed)
+		}
 	}
 }
 

@@ -281,6 +281,9 @@ type Session struct {
 	// instructions reads the session's AGENTS.md chain before each prompt
 	// (it has its own lock).
 	instructions instructions.Reader
+	// changes is what the session's calls changed, for /undo (it has its
+	// own lock).
+	changes journal
 
 	// mu guards every field below.
 	mu      sync.Mutex

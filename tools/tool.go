@@ -166,6 +166,14 @@ const (
 	// FileWrite: Subject.Text is the absolute path a call writes.
 	// --allow/--deny patterns name it as "edit:<path>".
 	FileWrite
+	// Confirm: the user is asked in every mode, whatever the rules and
+	// "always" answers say (none is offered): /undo about to overwrite
+	// files someone changed since.
+	Confirm
+	// UserCommand: what the user's own slash command does (/undo's
+	// writes): not asked, the user asked for it; confined in the mode
+	// that confines commands, as the file tools' operations are.
+	UserCommand
 )
 
 func (k SubjectKind) String() string {
@@ -180,6 +188,10 @@ func (k SubjectKind) String() string {
 		return "file read"
 	case FileWrite:
 		return "file write"
+	case Confirm:
+		return "confirmation"
+	case UserCommand:
+		return "user command"
 	}
 	return "unknown"
 }
@@ -311,6 +323,41 @@ type Result struct {
 	Changes []Change
 	// Locations are the changed files the editor may open, each once.
 	Locations []Location
+	// Changed is what /undo needs of the same changes: every changed file
+	// (those past the editor's cut too), in Changes' order.
+	Changed []FileChange
+}
+
+// FileChange is one file a call changed, as /undo takes it back: what it
+// was before, when that was kept, and what the call left, to tell whether
+// someone changed it since.
+type FileChange struct {
+	// Path is absolute.
+	Path string
+	// Existed: the file was there before the call. Exists: after it.
+	Existed, Exists bool
+	// Before is the file's text before the call, when it Existed and the
+	// text was kept; nil otherwise.
+	Before *string
+	// NotKept says why a file that Existed has no Before, for a person
+	// ("binary", "larger than 256 KiB", …).
+	NotKept string
+	// AfterSize is the size the call left the file at (Exists).
+	AfterSize int64
+	// AfterSum is the SHA-256 (hex) of the content the call left, when it
+	// was read; empty when only AfterSize tells the version apart.
+	AfterSum string
+}
+
+// ChangeRecord is what one call changed, kept by its session for /undo.
+type ChangeRecord struct {
+	// CallID is the tool call's id; Title the title the editor showed.
+	CallID, Title string
+	Files         []FileChange
+	// Undid, when not 0, makes this the record of an /undo that took back
+	// that many records (which stay below it, undone): undoing it puts
+	// their changes back.
+	Undid int
 }
 
 // Noticed is what a background task changed, shown to the editor with the

@@ -201,6 +201,7 @@ func (t *Turn) Run(in Input) (agent.Outcome, error) {
 		Usage:           s.Usage(),
 		Notices:         r.notices(s),
 		Plan:            s.Plan(),
+		Changes:         s.Changes(),
 		Approver:        r.approver(s, in.Ask, t.log),
 		Project:         project,
 		NewInstructions: news,

@@ -36,6 +36,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools/filetool"
 	"github.com/dsh-acp/dsh-acp/tools/mcptool"
 	"github.com/dsh-acp/dsh-acp/turn"
+	"github.com/dsh-acp/dsh-acp/undo"
 )
 
 // app is the wired program: one executor shared by every session.
@@ -259,6 +260,10 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
+	undoer, err := undo.New(undo.Options{Executor: a.exec, Changes: a.tracker, Notify: a.sessions.Notify})
+	if err != nil {
+		return nil, fmt.Errorf("undo: %w", err)
+	}
 	turns, err := turn.New(turn.Options{
 		Sessions: a.sessions,
 		// The editor sees a background task's changes with the notice
@@ -277,6 +282,7 @@ func newApp(cfg *config, log *zap.Logger) (_ *app, err error) {
 			// A scripted run asks no endpoint and costs nothing.
 			NoBuiltinPrices: cfg.script != "",
 			Tasks:           a.toolset,
+			Undo:            undoer,
 			Logger:          log.Named("agent"),
 		},
 		// The user's own AGENTS.md, read before every project's.

@@ -24,6 +24,7 @@ const (
 	opWrite   = "write"
 	opStat    = "stat"
 	opReadDir = "readdir"
+	opRemove  = "remove"
 )
 
 // fileReq is one file operation for the helper. The policy travels with

@@ -18,6 +18,8 @@ func serveFile(req fileReq, data []byte) (fileRes, []byte) {
 		return res, data
 	case opWrite:
 		res.Err = toWireErr(x.WriteFile(req.Path, data))
+	case opRemove:
+		res.Err = toWireErr(x.Remove(req.Path))
 	case opStat:
 		fi, err := x.Stat(req.Path)
 		if err != nil {

@@ -51,6 +51,15 @@ func (t *tetherFiles) WriteFile(path string, data []byte) error {
 	return res.Err.error()
 }
 
+// Remove is executor.Files'.
+func (t *tetherFiles) Remove(path string) error {
+	res, _, err := t.do(fileReq{Op: opRemove, Path: path}, nil)
+	if err != nil {
+		return err
+	}
+	return res.Err.error()
+}
+
 // Stat is executor.Files'.
 func (t *tetherFiles) Stat(path string) (fs.FileInfo, error) {
 	res, _, err := t.do(fileReq{Op: opStat, Path: path}, nil)

@@ -97,6 +97,9 @@ var forbidden = map[string][]string{
 	// The build's version: a leaf.
 	"internal/buildinfo":  {module},
 	"internal/execclient": {module + "acp", module + "sessions", module + "agent", module + "executor", module + "permission", module + "changes", module + "tools/", module + "cmd/", module + "internal/config"},
+	// /undo does its file operations through the executor, below the
+	// protocol and the session registry (which hands it the journal).
+	"undo": {"github.com/coder/acp-go-sdk", module + "acp", module + "sessions"},
 }
 
 // allowed are the exceptions to forbidden: what a package may import

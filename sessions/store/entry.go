@@ -41,6 +41,7 @@ const (
 	KindCwd         Kind = "cwd"
 	KindPlan        Kind = "plan"
 	KindNoticed     Kind = "noticed"
+	KindChanges     Kind = "changes"
 )
 
 // Entry is one line of a session file after the header.
@@ -267,6 +268,7 @@ func (Mode) Kind() Kind        { return KindMode }
 func (Cwd) Kind() Kind         { return KindCwd }
 func (Plan) Kind() Kind        { return KindPlan }
 func (Noticed) Kind() Kind     { return KindNoticed }
+func (Changes) Kind() Kind     { return KindChanges }
 
 // ErrUnknownKind is returned by Decode for a kind this version does not know.
 var ErrUnknownKind = errors.New("unknown entry kind")
@@ -289,6 +291,7 @@ var decoders = map[Kind]func(data []byte) (Payload, error){
 	KindCwd:         decodeAs[Cwd],
 	KindPlan:        decodeAs[Plan],
 	KindNoticed:     decodeAs[Noticed],
+	KindChanges:     decodeAs[Changes],
 }
 
 func decodeAs[T Payload](data []byte) (Payload, error) {
@@ -317,4 +320,30 @@ func (e Entry) Decode() (Payload, error) {
 		return nil, fmt.Errorf("decode %s entry %d: %w", e.Kind, e.Seq, err)
 	}
 	return p, nil
+}
+
+// Changes is a step of the session's undo journal (what its calls changed,
+// for /undo), replayed in order on load: a call's changes (Undid 0), the
+// record of an /undo that took back the newest Undid records, or (Redo)
+// the /undo of that /undo, which drops its record.
+type Changes struct {
+	CallID string        `json:"callId,omitempty"`
+	Title  string        `json:"title,omitempty"`
+	Files  []ChangedFile `json:"files,omitempty"`
+	Undid  int           `json:"undid,omitempty"`
+	Redo   bool          `json:"redo,omitempty"`
+}
+
+// ChangedFile is one file of a Changes record.
+type ChangedFile struct {
+	Path string `json:"path"`
+	// Existed and Exists: the file was there before the call, and after.
+	Existed bool `json:"existed,omitempty"`
+	Exists  bool `json:"exists,omitempty"`
+	// Before is its text before the call, when kept; NotKept says why not.
+	Before  *string `json:"before,omitempty"`
+	NotKept string  `json:"notKept,omitempty"`
+	// AfterSize and AfterSum (SHA-256, hex) are what the call left.
+	AfterSize int64  `json:"afterSize,omitempty"`
+	AfterSum  string `json:"afterSum,omitempty"`
 }

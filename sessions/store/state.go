@@ -57,8 +57,8 @@ func newFolder(h Header) *folder {
 
 func (f *folder) add(e Entry) {
 	switch e.Kind {
-	case KindPrompt, KindAssistant, KindToolResult, KindPlan, KindNoticed:
-		// The conversation says nothing of the state: not decoded (most of
+	case KindPrompt, KindAssistant, KindToolResult, KindPlan, KindNoticed, KindChanges:
+		// The conversation (and the undo journal) says nothing of the state: not decoded (most of
 		// a log's bytes are here).
 		return
 	}

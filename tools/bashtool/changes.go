@@ -1,6 +1,8 @@
 package bashtool
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -35,12 +37,61 @@ type shown struct {
 	count     int
 	changes   []tools.Change
 	locations []tools.Location
+	// changed is what /undo takes back of them.
+	changed []tools.FileChange
 }
 
 func show(cs []changes.Change) shown {
-	s := shown{count: len(cs)}
+	s := shown{count: len(cs), changed: Undoable(cs)}
 	s.changes, s.locations = shownChanges(cs)
 	return s
+}
+
+// Undoable is what /undo keeps of cs: each file's text before (as far as
+// the tracker kept it, with why not when it did not) and a digest of what
+// the call left.
+func Undoable(cs []changes.Change) []tools.FileChange {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]tools.FileChange, 0, len(cs))
+	for _, c := range cs {
+		fc := tools.FileChange{Path: c.Path, Existed: c.Op != changes.Created, Exists: c.Op != changes.Deleted}
+		if fc.Existed {
+			if c.Old.Known && c.Old.Size <= changes.MaxTextSize {
+				old := c.Old.Text
+				fc.Before = &old
+			} else {
+				fc.NotKept = notKept(c.Old)
+			}
+		}
+		if fc.Exists {
+			fc.AfterSize = c.New.Size
+			if c.New.Known {
+				fc.AfterSum = TextSum(c.New.Text)
+			}
+		}
+		out = append(out, fc)
+	}
+	return out
+}
+
+// TextSum is the digest FileChange.AfterSum holds of a text.
+func TextSum(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
+}
+
+// notKept says why the tracker kept no text of a file side.
+func notKept(s changes.Side) string {
+	switch {
+	case s.Binary:
+		return "binary file"
+	case s.Size > changes.MaxTextSize:
+		// A file tool's own change keeps no more than a command's.
+		return fmt.Sprintf("larger than %d KiB", changes.MaxTextSize>>10)
+	}
+	return "its text was not kept (the session's directory holds more text than the change tracker keeps)"
 }
 
 // withChanges adds what a command changed to its result: the count to the
@@ -53,7 +104,7 @@ func withChanges(r tools.Result, s shown) tools.Result {
 		raw.ChangedFiles = s.count
 		r.Raw = raw
 	}
-	r.Changes, r.Locations = s.changes, s.locations
+	r.Changes, r.Locations, r.Changed = s.changes, s.locations, s.changed
 	return r
 }
 

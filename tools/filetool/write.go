@@ -163,7 +163,7 @@ func (t *writeTool) prepare(caller tools.Caller, verb, path string, edit change)
 			default:
 				r.Text = fmt.Sprintf("Created %s (%s)", name, lineCount(text))
 			}
-			r.Changes, r.Locations = shown(measured, ownChange(path, old, existed, text))
+			r.Changes, r.Locations, r.Changed = shown(measured, ownChange(path, old, existed, text))
 			return r
 		},
 	}
@@ -221,7 +221,7 @@ func ownChange(path, old string, existed bool, text string) changes.Change {
 // shown is what the editor is shown: what was measured, as a command's
 // changes are, and the tool's own change when the measure did not see the
 // file (outside the session's directory, no tracker, a tree too large).
-func shown(measured []changes.Change, own changes.Change) ([]tools.Change, []tools.Location) {
+func shown(measured []changes.Change, own changes.Change) ([]tools.Change, []tools.Location, []tools.FileChange) {
 	seen := false
 	for _, c := range measured {
 		if c.Path == own.Path {
@@ -231,5 +231,6 @@ func shown(measured []changes.Change, own changes.Change) ([]tools.Change, []too
 	if !seen {
 		measured = append(measured, own)
 	}
-	return bashtool.ShowChanges(measured)
+	cs, locs := bashtool.ShowChanges(measured)
+	return cs, locs, bashtool.Undoable(measured)
 }
