@@ -83,9 +83,9 @@ func (u *Undoer) Undo(ctx context.Context, req agent.UndoRequest) {
 	say := func(text string) {
 		req.Emit(agent.Event{Kind: agent.EventText, Text: text, MessageID: uuid.NewString()})
 	}
-	n, err := count(req.Arg)
-	if err != nil {
-		say(err.Error())
+	n, ok := count(req.Arg)
+	if !ok {
+		say(usage)
 		return
 	}
 	recs := req.Changes.Last(n)
@@ -161,16 +161,19 @@ func (u *Undoer) run(ctx context.Context, req agent.UndoRequest, call agent.Call
 	return res
 }
 
-// count reads the text after /undo.
-func count(arg string) (int, error) {
+// usage answers an /undo whose count is not one.
+var usage = fmt.Sprintf("Usage: /undo [N]: undoes the last change of this session, or the last N (a whole number from 1 to %d), newest first.", maxCount)
+
+// count reads the text after /undo; false when it is no count.
+func count(arg string) (int, bool) {
 	if arg == "" {
-		return 1, nil
+		return 1, true
 	}
 	n, err := strconv.Atoi(strings.Fields(arg)[0])
 	if err != nil || n < 1 || n > maxCount {
-		return 0, fmt.Errorf("Usage: /undo [N]: undoes the last change of this session, or the last N (a whole number from 1 to %d), newest first.", maxCount)
+		return 0, false
 	}
-	return n, nil
+	return n, true
 }
 
 // title names the /undo's tool call: what it takes back.
