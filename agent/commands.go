@@ -138,7 +138,7 @@ func (l *Loop) runCommand(ctx context.Context, t Turn, name, arg string, emit fu
 		say(PlanText(t.Plan))
 	case CommandUndo:
 		if l.Undo == nil || t.Changes == nil {
-			say("Undo is not available: this agent does not keep what its commands change (diffs are off).")
+			say("Undo is not available in this agent.")
 			break
 		}
 		l.Undo.Undo(ctx, UndoRequest{Caller: t.Caller, Arg: arg, Changes: t.Changes, Approver: t.Approver, Emit: emit})
