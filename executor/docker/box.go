@@ -375,7 +375,7 @@ func (b *box) start(c executor.Confinement, env []string) (executor.Process, err
 	p.id = b.next
 	b.cmds[p.id] = p
 	b.mu.Unlock()
-	req, err := json.Marshal(startReq{Command: c.Spec.Command, Dir: c.Spec.Workdir, Env: env})
+	req, err := json.Marshal(executor.StartRequest{Command: c.Spec.Command, Dir: c.Spec.Workdir, Env: env})
 	if err == nil {
 		err = b.fw.write(kindStart, p.id, req)
 	}

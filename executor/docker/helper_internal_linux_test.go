@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor"
 )
 
 // helperRun drives HelperMain in this process over two pipes: the helper
@@ -45,7 +47,7 @@ func startHelper(t *testing.T) *helperRun {
 // start sends the start of one command. The tether is an unbuffered pipe
 // both ways: a test that sends many starts does it beside its reading.
 func (h *helperRun) start(id uint32, command, dir string) error {
-	req, err := json.Marshal(startReq{Command: command, Dir: dir, Env: os.Environ()})
+	req, err := json.Marshal(executor.StartRequest{Command: command, Dir: dir, Env: os.Environ()})
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func (h *helper) serve(fr *frameReader) error {
 		}
 		switch f.kind {
 		case kindStart:
-			var req startReq
+			var req executor.StartRequest
 			if err := json.Unmarshal(f.payload, &req); err != nil {
 				h.send(kindFailed, f.id, []byte("bad start request: "+err.Error()))
 				continue
@@ -116,7 +116,7 @@ func (h *helper) file(id uint32, payload []byte) {
 
 // start runs one command as the executor would: bash -c in a session of
 // its own, stdin /dev/null, both streams captured.
-func (h *helper) start(id uint32, req startReq) {
+func (h *helper) start(id uint32, req executor.StartRequest) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		h.send(kindFailed, id, []byte(err.Error()))
@@ -173,7 +173,7 @@ func (h *helper) start(id uint32, req startReq) {
 }
 
 // startError says why a command could not start in the container's terms.
-func startError(req startReq, err error) string {
+func startError(req executor.StartRequest, err error) string {
 	if _, serr := os.Stat(req.Dir); serr != nil {
 		return fmt.Sprintf("workdir %s is not in the container (only the session's directory is): %v", req.Dir, serr)
 	}

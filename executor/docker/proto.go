@@ -16,7 +16,7 @@ import (
 // the query.
 const (
 	// agent → helper
-	kindStart  = 'S' // id: command; payload: startReq as JSON
+	kindStart  = 'S' // id: command; payload: executor.StartRequest as JSON
 	kindSignal = 'K' // id: command; payload: signal number (1 byte), session walk (1 byte)
 	kindAlive  = 'A' // id: query; payload: command id (4 bytes), session walk (1 byte)
 	kindFileOp = 'R' // id: query; payload: a file operation (fileReq, see encodeFileMsg)
@@ -43,16 +43,6 @@ const maxPayload = maxFileData + 1<<20
 // maxFileData bounds the bytes of one file read or written through the
 // helper: the file tools take files of at most 16 MiB whole.
 const maxFileData = 16 << 20
-
-// startReq is one command for the helper to start.
-type startReq struct {
-	// Command is run as `bash -c Command`.
-	Command string `json:"command"`
-	// Dir is the directory it starts in.
-	Dir string `json:"dir"`
-	// Env is its whole environment.
-	Env []string `json:"env"`
-}
 
 // frameWriter writes whole frames; safe for concurrent use.
 type frameWriter struct {

@@ -188,7 +188,7 @@ func (l *Launcher) zygoteAttr(p Policy) *syscall.SysProcAttr {
 // command write; its stdin is /dev/null. The caller keeps and closes its
 // copies of stdout and stderr.
 func (z *Zygote) StartIn(dir, command string, env []string, stdout, stderr *os.File) (executor.Process, error) {
-	payload, err := json.Marshal(zygotePayload{Command: command, Dir: dir, Env: env})
+	payload, err := json.Marshal(executor.StartRequest{Command: command, Dir: dir, Env: env})
 	if err != nil {
 		return nil, fmt.Errorf("encode command: %w", err)
 	}

@@ -50,13 +50,5 @@ type zygoteMsg struct {
 	Fatal  string `json:"fatal,omitempty"`
 }
 
-// zygotePayload is a command, in the memfd of its start request.
-type zygotePayload struct {
-	Command string `json:"command"`
-	// Dir is where the command starts; empty means the policy's Workdir.
-	Dir string   `json:"dir,omitempty"`
-	Env []string `json:"env"`
-}
-
 // maxMsg bounds one socket message (payloads travel in a memfd).
 const maxMsg = 4 << 10

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
@@ -251,7 +252,7 @@ const maxPayload = 8 << 20
 
 func (z *zygoteServer) spawn(w wirePolicy, r zygoteRequest) {
 	defer r.close()
-	var pl zygotePayload
+	var pl executor.StartRequest
 	dec := json.NewDecoder(io.NewSectionReader(r.mem, 0, maxPayload))
 	if err := dec.Decode(&pl); err != nil {
 		z.send(zygoteMsg{ID: r.id, Err: "read command: " + err.Error()}, nil)
