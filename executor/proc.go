@@ -458,11 +458,7 @@ func (p *proc) signal(sig unix.Signal) {
 		}
 		return
 	}
-	err := unix.Kill(-p.pgid, sig)
-	if sig == unix.SIGTERM && err == nil {
-		// A stopped process would hold SIGTERM pending until continued.
-		_ = unix.Kill(-p.pgid, unix.SIGCONT)
-	}
+	err := proctab.SignalGroup(p.pgid, sig)
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		p.l.logger.Warn("signal process group", zap.Int("pgid", p.pgid), zap.Stringer("signal", sig), zap.Error(err))
 	}
@@ -538,24 +534,43 @@ func (l *Local) reapLater(p *proc) {
 }
 
 // reap terminates whatever is left of the group after the shell exited and
-// returns when the group is gone. Nothing announces the death of processes
-// that are not our children, so this polls, backing off to 50ms.
+// returns when the group is gone: proctab.End ends it, the session's other
+// groups and its marked processes (a command's own session and markers),
+// with the SIGKILL once the kill grace since the SIGTERM has passed.
 func (p *proc) reap() {
 	if p.checkGone() {
 		return
 	}
 	p.terminate(false)
-	wait := 2 * time.Millisecond
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for !p.checkGone() {
-		p.mu.Lock()
-		if time.Since(p.termAt) >= p.l.opts.KillGrace {
-			p.signal(unix.SIGKILL)
+	p.mu.Lock()
+	pgid, remote, left := p.pgid, p.remote, p.l.opts.KillGrace-time.Since(p.termAt)
+	p.mu.Unlock()
+	// terminate sent every SIGTERM due (Close's walk did, if it asked).
+	e := proctab.Ending{AllTermed: true, Grace: max(left, 0)}
+	if remote != nil {
+		e.Targets = []proctab.Target{remoteTarget{p}}
+	} else {
+		e.Sessions = map[int]bool{pgid: true}
+		if p.marker != "" {
+			e.Markers = []string{p.marker}
 		}
-		p.mu.Unlock()
-		t.Reset(wait)
-		<-t.C
-		wait = min(2*wait, 50*time.Millisecond)
 	}
+	if err := proctab.End(e); err != nil {
+		p.l.logger.Warn("end leftovers", zap.Int("pgid", pgid), zap.Error(err))
+		p.kill()
+		return
+	}
+	p.checkGone()
 }
+
+// remoteTarget is a command whose group only its remote owner (a
+// container's helper) can signal and see.
+type remoteTarget struct{ p *proc }
+
+func (r remoteTarget) Signal(sig unix.Signal) {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.signal(sig)
+}
+
+func (r remoteTarget) Alive() bool { return !r.p.checkGone() }

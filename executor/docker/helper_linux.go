@@ -244,17 +244,14 @@ func (h *helper) pgid(id uint32) int {
 	return h.cmds[id]
 }
 
-// signal does what the executor does to a local group: the group, SIGCONT
-// after SIGTERM (a stopped process holds SIGTERM pending), and with session
-// every other group of the command's session.
+// signal does what the executor does to a local group: the group, and with
+// session every other group of the command's session.
 func (h *helper) signal(id uint32, sig unix.Signal, session bool) {
 	pgid := h.pgid(id)
 	if pgid <= 0 {
 		return
 	}
-	if err := unix.Kill(-pgid, sig); err == nil && sig == unix.SIGTERM {
-		_ = unix.Kill(-pgid, unix.SIGCONT)
-	}
+	_ = proctab.SignalGroup(pgid, sig)
 	if session {
 		_, _ = proctab.SignalSession(pgid, sig)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 // sshDialer reaches an engine at ssh://[user@]host[:port] as the docker
@@ -94,20 +96,12 @@ func (c *cmdConn) CloseWrite() error { return c.in.Close() }
 func (c *cmdConn) Close() error {
 	c.closeOnce.Do(func() {
 		_ = c.in.Close()
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() {
 			_ = c.cmd.Wait()
 			close(done)
 		}()
-		t := time.NewTimer(2 * time.Second)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			_ = c.cmd.Process.Kill()
-			<-done
-		}
+		proctab.EndChild(c.cmd.Process, done, 2*time.Second)
 	})
 	return c.closeErr
 }

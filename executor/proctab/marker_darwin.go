@@ -15,3 +15,6 @@ func (Marked) Close() {}
 
 // FindMarked finds nothing on macOS (see Marked).
 func FindMarked([]Proc, []string, map[int]bool) []Marked { return nil }
+
+// KillMarked does nothing on macOS (see Marked).
+func KillMarked(string) {}

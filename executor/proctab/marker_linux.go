@@ -16,8 +16,11 @@ type Marked struct {
 	fd  int
 }
 
-// Signal sends sig to the process (nothing if it is gone).
-func (m Marked) Signal(sig unix.Signal) { _ = unix.PidfdSendSignal(m.fd, sig, nil, 0) }
+// Signal sends sig to the process (nothing if it is gone), SIGCONT after a
+// SIGTERM (see deliver).
+func (m Marked) Signal(sig unix.Signal) {
+	_ = deliver(func(s unix.Signal) error { return unix.PidfdSendSignal(m.fd, s, nil, 0) }, sig)
+}
 
 // Close releases the pidfd.
 func (m Marked) Close() { _ = unix.Close(m.fd) }
@@ -92,4 +95,26 @@ func holdsAny(env []byte, markers []string) bool {
 		}
 	}
 	return false
+}
+
+// KillMarked SIGKILLs every live process whose environment holds marker
+// (what is left of an ended command: a setsid daemon, a `nohup … &`),
+// walking again until a walk finds none (one being killed may have just
+// forked), at most 16 times. Each is held by a pidfd before its
+// environment is read again, so what is killed is what was read.
+func KillMarked(marker string) {
+	for range 16 {
+		ps, err := List()
+		if err != nil {
+			return
+		}
+		marked := FindMarked(ps, []string{marker}, nil)
+		for _, m := range marked {
+			m.Signal(unix.SIGKILL)
+			m.Close()
+		}
+		if len(marked) == 0 {
+			return
+		}
+	}
 }

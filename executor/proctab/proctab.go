@@ -48,9 +48,8 @@ func groups(ps []Proc, sessions map[int]bool) map[int]bool {
 // live member, except the leader's own group (pgid == sid), which the caller
 // signals directly, and to every other live process whose environment
 // holds one of markers (what left the session: none found on macOS, see
-// FindMarked), each once; SIGCONT follows SIGTERM (a stopped process would
-// hold the SIGTERM pending until continued). It returns how many groups
-// and marked processes it signalled. A process group never spans
+// FindMarked), each once, as SignalGroup sends it. It returns how many
+// groups and marked processes it signalled. A process group never spans
 // sessions, so no group outside sid is touched.
 func SignalSession(sid int, sig unix.Signal, markers ...string) (int, error) {
 	if sid <= 1 {
@@ -63,7 +62,7 @@ func SignalSession(sid int, sig unix.Signal, markers ...string) (int, error) {
 	n := 0
 	gs := groups(ps, map[int]bool{sid: true})
 	for pgid := range gs {
-		if pgid != sid && SignalGroup(pgid, sig) {
+		if pgid != sid && !errors.Is(SignalGroup(pgid, sig), unix.ESRCH) {
 			n++
 		}
 	}
@@ -71,26 +70,30 @@ func SignalSession(sid int, sig unix.Signal, markers ...string) (int, error) {
 	// sig twice (a trap would run twice).
 	for _, m := range FindMarked(ps, markers, gs) {
 		m.Signal(sig)
-		if sig == unix.SIGTERM {
-			m.Signal(unix.SIGCONT)
-		}
 		m.Close()
 		n++
 	}
 	return n, nil
 }
 
-// SignalGroup sends sig (and SIGCONT after SIGTERM) to process group pgid
-// and reports whether the group existed.
-func SignalGroup(pgid int, sig unix.Signal) bool {
+// SignalGroup sends sig to process group pgid, and SIGCONT after a SIGTERM
+// (see deliver). An error wrapping ESRCH means the group is gone.
+func SignalGroup(pgid int, sig unix.Signal) error {
 	if pgid <= 1 {
-		return false
+		return fmt.Errorf("signal group %d: not a command's group", pgid)
 	}
-	err := unix.Kill(-pgid, sig)
+	return deliver(func(s unix.Signal) error { return unix.Kill(-pgid, s) }, sig)
+}
+
+// deliver sends sig through send and, once a SIGTERM was delivered,
+// SIGCONT: a stopped process would hold the SIGTERM pending until
+// continued. Every signal that ends something goes through here.
+func deliver(send func(unix.Signal) error, sig unix.Signal) error {
+	err := send(sig)
 	if err == nil && sig == unix.SIGTERM {
-		_ = unix.Kill(-pgid, unix.SIGCONT)
+		_ = send(unix.SIGCONT)
 	}
-	return err == nil || !errors.Is(err, unix.ESRCH)
+	return err
 }
 
 // SessionAlive reports whether session sid has a live member. An error

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 )
 
 // Zygote is the agent's side of one zygote process: it starts commands
@@ -237,7 +238,7 @@ func (z *Zygote) StartIn(dir, command string, env []string, stdout, stderr *os.F
 		// A zygote that does not answer (stopped from outside, starved)
 		// must not hang the session: it is ended, which fails what it
 		// holds, and the next command gets a new one.
-		_ = z.cmd.Process.Kill()
+		_ = proctab.SignalProcess(z.cmd.Process, unix.SIGKILL)
 		if r := <-reply; r.err == nil {
 			return r.proc, nil
 		}
@@ -400,7 +401,7 @@ func (z *Zygote) fail(err error) {
 		if !z.ns {
 			// Orphaned, not yet reaped by whoever inherited them: their
 			// pid still names them.
-			_ = unix.Kill(-p.pid, unix.SIGKILL)
+			_ = proctab.SignalGroup(p.pid, unix.SIGKILL)
 		}
 		p.end(syscall.WaitStatus(unix.SIGKILL), nil)
 	}
@@ -415,8 +416,7 @@ func (z *Zygote) Close() error {
 	// a stopped zygote would never exit. Its end is the same either way:
 	// with namespaces pid 1 takes them along, without them the commands
 	// go by their groups (see fail).
-	_ = z.cmd.Process.Kill()
-	<-z.done
+	proctab.EndChild(z.cmd.Process, z.done, 0)
 	err := z.waitErr
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

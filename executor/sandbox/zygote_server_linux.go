@@ -315,31 +315,11 @@ func (z *zygoteServer) reap(sigc <-chan os.Signal) {
 		z.mu.Unlock()
 		if z.ns {
 			for _, id := range ended {
-				killMarked(cmdMarkerEnv + "=" + strconv.FormatUint(id, 10))
+				// What is left of the ended command (a setsid daemon, a
+				// `nohup … &`): this namespace's /proc shows only it, so the
+				// walk is short.
+				proctab.KillMarked(cmdMarkerEnv + "=" + strconv.FormatUint(id, 10))
 			}
-		}
-	}
-}
-
-// killMarked kills what is left of an ended command: the processes of this
-// namespace whose environment carries marker (a setsid daemon, a `nohup …
-// &`). The /proc here shows only the namespace, so the walk is short. It
-// repeats until a walk finds nothing, since one being killed may have just
-// forked. Each is held by a pidfd before its environment is read again, so
-// what is killed is what was read (proctab.FindMarked).
-func killMarked(marker string) {
-	for range 16 {
-		ps, err := proctab.List()
-		if err != nil {
-			return
-		}
-		marked := proctab.FindMarked(ps, []string{marker}, nil)
-		for _, m := range marked {
-			m.Signal(unix.SIGKILL)
-			m.Close()
-		}
-		if len(marked) == 0 {
-			return
 		}
 	}
 }

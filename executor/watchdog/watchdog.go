@@ -283,7 +283,7 @@ func endAll(sids map[int]bool, marker string, grace time.Duration) {
 	if err != nil {
 		// Without a table, the groups are still reachable directly.
 		for sid := range sids {
-			proctab.SignalGroup(sid, unix.SIGKILL)
+			_ = proctab.SignalGroup(sid, unix.SIGKILL)
 		}
 	}
 }

@@ -2,9 +2,10 @@
 // the executor and the tools never learn about the protocol, the agent loop
 // never imports the protocol layer, and only the protocol layer, the command
 // and the tests speak to the ACP SDK. It also keeps the executor the one
-// owner of processes: the MCP tools start none, and only executor/proctab
-// reads the process table; and it keeps out every package of a container
-// client that would work at every process's start.
+// owner of processes: the MCP tools start none, only executor/proctab
+// reads the process table, and only it sends the signals that end
+// processes (signal_test.go); and it keeps out every package of a
+// container client that would work at every process's start.
 package layering_test
 
 import (

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/executor/proctab"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
 )
 
@@ -184,7 +185,7 @@ func Initialize(t testing.TB, ctx context.Context, cmd *exec.Cmd, params map[str
 	ended := false
 	defer func() {
 		if !ended {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = proctab.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 			for range lines {
 			}
 			_ = cmd.Wait()
@@ -233,7 +234,7 @@ func Initialize(t testing.TB, ctx context.Context, cmd *exec.Cmd, params map[str
 			t.Errorf("after stdin closed: %v; stderr:\n%s", err, stderr.String())
 		}
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = proctab.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 		<-waited
 		ended = true
 		t.Fatal("the agent did not end when its stdin closed")
