@@ -192,12 +192,13 @@ func agentFiles(cfg *config, stored bool) []string {
 // chooseConfiner is where commands run: the sandbox's confiner (confining
 // every command only under the test switch), or with --executor docker
 // every command in its session's container, where the Auto in sandbox mode
-// is not offered, the container being what confines.
-func chooseConfiner(cfg *config, limits executor.Limits, log *zap.Logger, sb *sandbox.Lazy) (confine executor.Confiner, all bool, offered func() bool, err error) {
+// is not offered, the container being what confines. g (nil: none) is told
+// of the processes the container client starts (an ssh:// engine's).
+func chooseConfiner(cfg *config, limits executor.Limits, log *zap.Logger, sb *sandbox.Lazy, g *guard) (confine executor.Confiner, all bool, offered func() bool, err error) {
 	if cfg.executorKind() != "docker" {
 		return sb, testSwitchSandbox(cfg), sb.Offered, nil
 	}
-	dc, err := startDocker(cfg, limits, log)
+	dc, err := startDocker(cfg, limits, log, g)
 	if err != nil {
 		return nil, false, nil, fmt.Errorf("--executor docker: %w", err)
 	}
@@ -352,7 +353,7 @@ func (a *app) confiner(cfg *config, limits executor.Limits) (confine executor.Co
 	if err != nil {
 		return nil, false, nil, err
 	}
-	confine, all, offered, err = chooseConfiner(cfg, limits, a.log, sb)
+	confine, all, offered, err = chooseConfiner(cfg, limits, a.log, sb, a.guard)
 	if err != nil {
 		return nil, false, nil, err
 	}

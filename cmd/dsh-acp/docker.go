@@ -67,7 +67,8 @@ func (c *config) remoteEngine() bool {
 // container, and sweeps, in the background, the containers of agents of
 // this host that are gone. Nothing here waits for the engine: one that is
 // down fails each command with a clear error, and the server keeps serving.
-func startDocker(cfg *config, limits executor.Limits, log *zap.Logger) (*docker.Confiner, error) {
+// The ssh processes of an ssh:// engine are g's to watch, as commands are.
+func startDocker(cfg *config, limits executor.Limits, log *zap.Logger, g *guard) (*docker.Confiner, error) {
 	helper := cfg.docker.helper
 	if helper == "" {
 		var err error
@@ -82,6 +83,8 @@ func startDocker(cfg *config, limits executor.Limits, log *zap.Logger) (*docker.
 		Read:      cfg.docker.read,
 		Helper:    helper,
 		KillGrace: limits.KillGrace,
+		Watcher:   g.watcher(),
+		RunMarker: g.runMarker(),
 		Logger:    log.Named("docker"),
 	})
 	if err != nil {

@@ -203,14 +203,14 @@ func startAgent(t *testing.T, script string) *agentProc {
 	return startAgentEnv(t, script, nil)
 }
 
-// startAgentEnv is startAgent with extra environment.
-func startAgentEnv(t *testing.T, script string, env []string) *agentProc {
+// startAgentEnv is startAgent with extra environment and arguments.
+func startAgentEnv(t *testing.T, script string, env []string, args ...string) *agentProc {
 	t.Helper()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	marker := "DSH_ORPHAN_TEST=" + hex.EncodeToString(b)
 	logFile := filepath.Join(t.TempDir(), "log")
-	p := startProcEnv(t, append([]string{marker}, env...), "--script", script, "--log-file", logFile, "--log-level", "debug")
+	p := startProcEnv(t, append([]string{marker}, env...), append([]string{"--script", script, "--log-file", logFile, "--log-level", "debug"}, args...)...)
 	ap := &agentProc{proc: p, marker: marker, logFile: logFile}
 	t.Cleanup(func() {
 		// Whatever the test did, nothing of it may stay.

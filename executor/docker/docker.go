@@ -66,8 +66,14 @@ type Options struct {
 	// use`), else the engine's default socket.
 	Host string
 	// SSH is the ssh program for an ssh:// engine; empty means "ssh" in
-	// PATH.
+	// PATH. Each connection is one ssh process, a child of the agent's
+	// (executor.StartChild) told to Watcher and marked with RunMarker.
 	SSH string
+	// Watcher, if set, is told of each ssh process (the executor's
+	// Options.Watcher: the watchdog ends them if the agent is killed).
+	Watcher executor.Watcher
+	// RunMarker is the executor's Options.RunMarker.
+	RunMarker string
 	// KillGrace is how long commands get between SIGTERM and SIGKILL when
 	// a session's container ends. Zero means 2s.
 	KillGrace time.Duration
@@ -138,7 +144,9 @@ func NewConfiner(opts Options) (*Confiner, error) {
 	}
 	cfg := engineConfig{host: host, getenv: opts.Getenv}
 	if strings.HasPrefix(host, "ssh://") {
-		dial, err := newSSHDialer(host, opts.SSH)
+		// Ended as the docker CLI's ssh was (SIGTERM when the connection
+		// closes), but by proctab, and by the watchdog with the agent.
+		dial, err := newSSHDialer(host, opts.SSH, executor.ChildSpec{Watcher: opts.Watcher, RunMarker: opts.RunMarker, Grace: opts.KillGrace})
 		if err != nil {
 			return nil, err
 		}

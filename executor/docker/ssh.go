@@ -2,18 +2,13 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"os"
 	"os/exec"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/executor/proctab"
+	"github.com/dsh-acp/dsh-acp/executor"
 )
 
 // sshDialer reaches an engine at ssh://[user@]host[:port] as the docker
@@ -24,9 +19,12 @@ type sshDialer struct {
 	// ssh is the ssh program ("ssh" looked up in PATH when empty).
 	ssh  string
 	args []string // options, user, port, --, host
+	// child is how each ssh process starts: an executor.ChildSpec but for
+	// the program and its arguments (the watchdog is told of it).
+	child executor.ChildSpec
 }
 
-func newSSHDialer(host, ssh string) (*sshDialer, error) {
+func newSSHDialer(host, ssh string, child executor.ChildSpec) (*sshDialer, error) {
 	u, err := url.Parse(host)
 	if err != nil {
 		return nil, fmt.Errorf("docker: engine address %s: %w", host, err)
@@ -48,76 +46,48 @@ func newSSHDialer(host, ssh string) (*sshDialer, error) {
 	if p := u.Port(); p != "" {
 		args = append(args, "-p", p)
 	}
-	return &sshDialer{ssh: ssh, args: append(args, "--", u.Hostname())}, nil
+	return &sshDialer{ssh: ssh, args: append(args, "--", u.Hostname()), child: child}, nil
 }
 
-// dial starts one ssh process: the connection owns it, and ends it when
-// closed.
+// dial starts one ssh process, the executor's child: the connection owns
+// it, and ends it when closed; the watchdog ends it if the agent is killed.
 func (s *sshDialer) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(s.ssh, append(s.args, "docker", "system", "dial-stdio")...)
-	// Its own process group: a terminal's ^C to the agent is not ssh's.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = io.Discard
-	in, err := cmd.StdinPipe()
+	path, err := exec.LookPath(s.ssh)
 	if err != nil {
-		return nil, fmt.Errorf("docker: ssh: %w", err)
+		return nil, fmt.Errorf("docker: ssh to the engine: %w", err)
 	}
-	out, err := cmd.StdoutPipe()
+	spec := s.child
+	spec.Path = path
+	spec.Args = append([]string{s.ssh}, append(s.args, "docker", "system", "dial-stdio")...)
+	c, err := executor.StartChild(spec)
 	if err != nil {
-		return nil, fmt.Errorf("docker: ssh: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("docker: start ssh to the engine: %w", err)
 	}
-	return &cmdConn{cmd: cmd, in: in, out: out}, nil
+	return &childConn{c: c}, nil
 }
 
-// cmdConn is a connection over a process's stdin and stdout.
-type cmdConn struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out io.ReadCloser
+// childConn is a connection over a child's stdin and stdout.
+type childConn struct{ c *executor.Child }
 
-	closeOnce sync.Once
-	closeErr  error
-}
-
-func (c *cmdConn) Read(p []byte) (int, error)  { return c.out.Read(p) }
-func (c *cmdConn) Write(p []byte) (int, error) { return c.in.Write(p) }
+func (c *childConn) Read(p []byte) (int, error)  { return c.c.Stdout().Read(p) }
+func (c *childConn) Write(p []byte) (int, error) { return c.c.Stdin().Write(p) }
 
 // CloseWrite ends the engine's reading side: the remote dial-stdio sees
 // EOF, as the tether's half-close needs.
-func (c *cmdConn) CloseWrite() error { return c.in.Close() }
+func (c *childConn) CloseWrite() error { return c.c.Stdin().Close() }
 
-// Close ends the ssh process and reaps it.
-func (c *cmdConn) Close() error {
-	c.closeOnce.Do(func() {
-		_ = c.in.Close()
-		done := make(chan struct{})
-		go func() {
-			_ = c.cmd.Wait()
-			close(done)
-		}()
-		proctab.EndChild(c.cmd.Process, done, 2*time.Second)
-	})
-	return c.closeErr
-}
+// Close ends the ssh process (see executor.Child.Close).
+func (c *childConn) Close() error { return c.c.Close() }
 
-func (c *cmdConn) LocalAddr() net.Addr              { return sshAddr{} }
-func (c *cmdConn) RemoteAddr() net.Addr             { return sshAddr{} }
-func (c *cmdConn) SetDeadline(t time.Time) error    { return c.SetReadDeadline(t) }
-func (c *cmdConn) SetWriteDeadline(time.Time) error { return nil }
-func (c *cmdConn) SetReadDeadline(t time.Time) error {
-	if f, ok := c.out.(*os.File); ok {
-		return f.SetReadDeadline(t)
-	}
-	if t.IsZero() {
-		return nil
-	}
-	return errors.ErrUnsupported
+func (c *childConn) LocalAddr() net.Addr              { return sshAddr{} }
+func (c *childConn) RemoteAddr() net.Addr             { return sshAddr{} }
+func (c *childConn) SetDeadline(t time.Time) error    { return c.SetReadDeadline(t) }
+func (c *childConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *childConn) SetReadDeadline(t time.Time) error {
+	return c.c.Stdout().SetReadDeadline(t)
 }
 
 type sshAddr struct{}
