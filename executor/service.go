@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -62,6 +63,30 @@ func (s *Service) Stdout() io.ReadCloser { return s.stdout }
 // processes, SIGKILL after the kill grace. It returns at once; Done says
 // when it is over. A second Stop does not restart the grace.
 func (s *Service) Stop() { s.p.terminate(false) }
+
+// Close ends the service as MCP asks a client to end a stdio server: its
+// stdin is closed (its connection's end), it has the kill grace to exit,
+// then it is stopped (Stop), and Close returns once no process of it is
+// left. A Close after Stop waits for the end Stop began.
+func (s *Service) Close() error {
+	_ = s.stdin.Close()
+	t := time.NewTimer(s.p.l.opts.KillGrace)
+	select {
+	case <-s.p.exited:
+	case <-t.C:
+	}
+	t.Stop()
+	s.Stop()
+	<-s.done
+	return nil
+}
+
+// Wait returns once the service's own process has ended, with Err; what
+// it started may still be ending (Done).
+func (s *Service) Wait() error {
+	<-s.p.exited
+	return s.Err()
+}
 
 // Exited is closed when the service's own process has ended: Err is then
 // final, while what it started may still be ending (Done).

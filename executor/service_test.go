@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/testutil"
@@ -170,6 +171,53 @@ func TestServiceBadSpec(t *testing.T) {
 	} {
 		if svc, err := l.StartService(spec); err == nil {
 			t.Errorf("StartService(%+v) = %v, want an error", spec, svc)
+		}
+	}
+}
+
+// Close ends a service as MCP asks: a server that exits at the end of its
+// input does so by itself (no signal), one that ignores it is stopped
+// once the kill grace has passed, and Close returns when either is gone.
+func TestServiceClose(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, executor.Options{Limits: executor.Limits{KillGrace: 300 * time.Millisecond}})
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ script, want string }{
+		{"cat", ""},
+		{"exec </dev/null; echo ready; exec sleep 1000", "signal: terminated"},
+	} {
+		svc, err := l.StartService(executor.ServiceSpec{Owner: "s", Path: bash, Args: []string{"bash", "-c", c.script}, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.want != "" {
+			// Ready: it let go of its stdin, so only a signal ends it.
+			if _, err := bufio.NewReader(svc.Stdout()).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		if err := svc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		select {
+		case <-svc.Done():
+		default:
+			t.Errorf("%s: Close returned before the service was gone", c.script)
+		}
+		got := ""
+		if err := svc.Wait(); err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("%s: ended %q, want %q", c.script, got, c.want)
+		}
+		if c.want != "" && took < 300*time.Millisecond {
+			t.Errorf("%s: stopped after %v, before the grace", c.script, took)
 		}
 	}
 }

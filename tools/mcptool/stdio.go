@@ -142,25 +142,25 @@ type Launch struct {
 	Stderr *os.File
 }
 
-// Process is a started stdio server.
+// Process is a started stdio server as this package uses it: a connection
+// and a wait. Its end, with every grace, is the Launcher's.
 type Process interface {
 	// Pid is the server's pid, also its process group.
 	Pid() int
-	// Stdin and Stdout are the server's end of the protocol; closing them
-	// is the caller's.
+	// Stdin and Stdout are the server's end of the protocol.
 	Stdin() io.WriteCloser
 	Stdout() io.ReadCloser
-	// Stop starts ending the server and everything it started (SIGTERM,
-	// then SIGKILL after a grace) and returns at once.
+	// Wait returns once the server's own process has ended: nil for exit
+	// status 0, else how, e.g. "exit status 1".
+	Wait() error
+	// Stop starts ending the server and everything it started at once
+	// (it never answered) and returns.
 	Stop()
-	// Exited is closed when the server's own process has ended (Err is
-	// then final); what it started may live on until Done.
-	Exited() <-chan struct{}
-	// Done is closed when no process of the server is left.
-	Done() <-chan struct{}
-	// Err is how the server's own process ended: nil before its end and
-	// for exit status 0, else e.g. "exit status 1".
-	Err() error
+	// Close ends the server as the MCP specification asks: its stdin
+	// closed, a grace to exit, then SIGTERM and SIGKILL after a grace; it
+	// returns once no process of the server is left (Wait then returns at
+	// once). After Stop it waits for the end Stop began.
+	Close() error
 }
 
 // stdioProc is a stdio server's process as this package sees it: the
@@ -169,8 +169,10 @@ type stdioProc struct {
 	stderrR    *os.File
 	stderrW    *os.File
 	stderrDone chan struct{}
-	grace      time.Duration
-	log        *zap.Logger
+	// grace bounds the wait for the stderr pipe's end once the server's
+	// processes are gone (see drain).
+	grace time.Duration
+	log   *zap.Logger
 
 	// mu guards the fields below.
 	mu   sync.Mutex
@@ -244,10 +246,11 @@ func (p *stdioProc) group() int {
 	return 0
 }
 
-// exitErr is how the server's process ended (nil while it runs).
+// exitErr is how the server's process ended. It is asked once the
+// server was closed (awaitExit, finish), when Wait returns at once.
 func (p *stdioProc) exitErr() error {
 	if pr := p.process(); pr != nil {
-		return pr.Err()
+		return pr.Wait()
 	}
 	return nil
 }
@@ -258,53 +261,49 @@ func (p *stdioProc) stderrTail() string {
 	return strings.Join(p.tail, " / ")
 }
 
-// terminate starts ending the server, if it was launched.
+// terminate starts ending the server at once, if it was launched.
 func (p *stdioProc) terminate() {
 	if pr := p.process(); pr != nil {
 		pr.Stop()
 	}
 }
 
-// awaitExit returns when the server's own process has ended and its stderr
-// was read to the end, or a grace later (what it started may hold stderr).
-// A server that closed its stdout but runs on is stopped after the grace.
+// awaitExit returns when the server, which ended the connection, is over
+// (the Launcher's Close: a server that closed its stdout but runs on is
+// ended after its grace) and its stderr was read to the end.
 func (p *stdioProc) awaitExit() {
-	t := time.NewTimer(p.grace)
-	defer t.Stop()
 	if pr := p.process(); pr != nil {
-		select {
-		case <-pr.Exited():
-		case <-t.C:
-			pr.Stop()
-			<-pr.Exited()
-			t.Reset(p.grace)
-		}
+		_ = pr.Close()
 	}
-	select {
-	case <-p.stderrDone:
-	case <-t.C:
-	}
+	p.drain(false)
 }
 
 // finish returns when the server's processes are gone (the Launcher's
-// owner ends them: terminate, or its own end) and its stderr was read.
+// Close, after a terminate or not) and its stderr was read.
 func (p *stdioProc) finish() {
 	if pr := p.process(); pr != nil {
-		pr.Stop()
-		<-pr.Done()
+		_ = pr.Close()
 	}
+	p.drain(true)
+}
+
+// drain waits for the stderr reader once every known writer is gone (our
+// copy of the write end included, closed here), at most the grace: a
+// process that kept the pipe but is not known to be the server's (it
+// cleared its environment) is not waited for. With last, the read end is
+// closed then, and the reader returns.
+func (p *stdioProc) drain(last bool) {
 	_ = p.stderrW.Close()
-	// Every writer of the stderr pipe is gone, unless something kept it
-	// that is not known to be the server's (it cleared its environment);
-	// do not wait for that one.
 	t := time.NewTimer(p.grace)
 	defer t.Stop()
 	select {
 	case <-p.stderrDone:
 	case <-t.C:
 	}
-	_ = p.stderrR.Close()
-	<-p.stderrDone
+	if last {
+		_ = p.stderrR.Close()
+		<-p.stderrDone
+	}
 }
 
 // launchTransport launches the server through the Launcher and speaks the
