@@ -174,6 +174,11 @@ type stdioProc struct {
 	grace time.Duration
 	log   *zap.Logger
 
+	// closeOnce starts the Launcher's Close of the server once; closed is
+	// closed when it returned (no process of the server is left).
+	closeOnce sync.Once
+	closed    chan struct{}
+
 	// mu guards the fields below.
 	mu   sync.Mutex
 	proc Process
@@ -268,12 +273,28 @@ func (p *stdioProc) terminate() {
 	}
 }
 
+// close starts the Launcher's Close of pr (once) and returns a channel
+// closed once it returned: no process of the server is left.
+func (p *stdioProc) close(pr Process) <-chan struct{} {
+	p.closeOnce.Do(func() {
+		p.closed = make(chan struct{})
+		go func() {
+			defer close(p.closed)
+			_ = pr.Close()
+		}()
+	})
+	return p.closed
+}
+
 // awaitExit returns when the server, which ended the connection, is over
-// (the Launcher's Close: a server that closed its stdout but runs on is
-// ended after its grace) and its stderr was read to the end.
+// — its own process: what it started may still be ending (the Launcher's
+// Close ends a server that closed its stdout but runs on after its grace)
+// — and its stderr was read to the end. A call that saw the connection
+// break waits for this, the cause, not for the end of everything.
 func (p *stdioProc) awaitExit() {
 	if pr := p.process(); pr != nil {
-		_ = pr.Close()
+		p.close(pr)
+		_ = pr.Wait()
 	}
 	p.drain(false)
 }
@@ -282,7 +303,7 @@ func (p *stdioProc) awaitExit() {
 // Close, after a terminate or not) and its stderr was read.
 func (p *stdioProc) finish() {
 	if pr := p.process(); pr != nil {
-		_ = pr.Close()
+		<-p.close(pr)
 	}
 	p.drain(true)
 }
