@@ -22,7 +22,7 @@ var signalCalls = map[string][]string{
 var selfSignals = map[string]string{
 	// Ctrl-C typed at the runner's question interrupts the runner itself,
 	// by the same path as one typed at any other time.
-	"cmd/dsh-acp/ask.go": "SIGINT to its own pid",
+	"internal/execclient/ask.go": "SIGINT to its own pid",
 }
 
 // TestOnlyProctabEnds: outside executor/proctab no non-test Go file sends a
