@@ -44,7 +44,12 @@ var _ turn.Asker = asker{}
 func alwaysNames(cwd string, sub tools.Subject, keys []string, plainLine bool) (name func(scope string) string, note string) {
 	switch sub.Kind {
 	case tools.FileWrite:
-		return func(scope string) string { return "Always allow edits in `" + cwd + "` in this " + scope }, ""
+		// The root the edit is in: the cwd or another of the session's.
+		dir := sub.Root
+		if dir == "" {
+			dir = cwd
+		}
+		return func(scope string) string { return "Always allow edits in `" + dir + "` in this " + scope }, ""
 	case tools.FileRead:
 		return func(scope string) string { return "Always allow reading `" + sub.Dir + "` in this " + scope }, ""
 	case tools.ToolKey:

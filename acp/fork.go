@@ -18,7 +18,7 @@ func (a *Agent) UnstableForkSession(ctx context.Context, p acpsdk.UnstableForkSe
 	if err != nil {
 		return resp, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("mcpServers: %v", err)})
 	}
-	s, err := a.opts.Sessions.Fork(string(p.SessionId), p.Cwd)
+	s, err := a.opts.Sessions.Fork(string(p.SessionId), p.Cwd, p.AdditionalDirectories)
 	if err != nil {
 		return resp, toRequestError(err)
 	}

@@ -53,6 +53,9 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (resp 
 		Close: &acpsdk.SessionCloseCapabilities{},
 		List:  &acpsdk.SessionListCapabilities{},
 		Fork:  &acpsdk.SessionForkCapabilities{},
+		// Zed sends a multi-root project's other folders only to an
+		// agent that says it takes them.
+		AdditionalDirectories: &acpsdk.SessionAdditionalDirectoriesCapabilities{},
 	}
 	stored := a.opts.Sessions.Persistent()
 	if stored {

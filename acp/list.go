@@ -23,7 +23,7 @@ func (a *Agent) ListSessions(_ context.Context, p acpsdk.ListSessionsRequest) (r
 	}
 	resp.Sessions = make([]acpsdk.SessionInfo, 0, len(page.Sessions))
 	for _, s := range page.Sessions {
-		info := acpsdk.SessionInfo{SessionId: acpsdk.SessionId(s.ID), Cwd: s.Cwd}
+		info := acpsdk.SessionInfo{SessionId: acpsdk.SessionId(s.ID), Cwd: s.Cwd, AdditionalDirectories: s.Roots}
 		if s.Title != "" {
 			info.Title = acpsdk.Ptr(s.Title)
 		}

@@ -23,7 +23,7 @@ var _ acpsdk.AgentLoader = (*Agent)(nil)
 // closed would otherwise show it empty.
 func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (resp acpsdk.LoadSessionResponse, err error) {
 	defer a.recoverTo("session/load", &err)
-	l, err := a.open(string(p.SessionId), p.Cwd, p.McpServers)
+	l, err := a.open(string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers)
 	if err != nil {
 		return resp, toRequestError(err)
 	}
@@ -36,7 +36,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (r
 // ResumeSession is LoadSession without the replay.
 func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (resp acpsdk.ResumeSessionResponse, err error) {
 	defer a.recoverTo("session/resume", &err)
-	l, err := a.open(string(p.SessionId), p.Cwd, p.McpServers)
+	l, err := a.open(string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers)
 	if err != nil {
 		return resp, toRequestError(err)
 	}
@@ -58,17 +58,17 @@ func (a *Agent) UnstableDeleteSession(_ context.Context, p acpsdk.UnstableDelete
 
 // open makes the session live and starts its MCP servers; a session
 // already live keeps the servers it has.
-func (a *Agent) open(id, cwd string, mcpServers []acpsdk.McpServer) (sessions.Loaded, error) {
-	l, err := a.opts.Sessions.Open(id, cwd)
+func (a *Agent) open(id, cwd string, roots []string, mcpServers []acpsdk.McpServer) (sessions.Loaded, error) {
+	l, err := a.opts.Sessions.Open(id, cwd, roots)
 	if err != nil {
 		return l, err
 	}
 	log := a.sessionLogger(id)
 	if l.WasLive {
-		log.Info("session already live", zap.String("cwd", l.Session.Cwd))
+		log.Info("session already live", zap.String("cwd", l.Session.Cwd), zap.Strings("roots", l.Session.Roots()))
 		return l, nil
 	}
-	log.Info("session loaded", zap.String("cwd", l.Session.Cwd))
+	log.Info("session loaded", zap.String("cwd", l.Session.Cwd), zap.Strings("roots", l.Session.Roots()))
 	a.startServers(l.Session, mcpServers)
 	return l, nil
 }

@@ -56,18 +56,19 @@ func (a *Agent) modeList() string {
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
-// NewSession registers a session for an absolute, existing cwd.
+// NewSession registers a session for an absolute, existing cwd and its
+// extra project roots (additionalDirectories).
 func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (resp acpsdk.NewSessionResponse, err error) {
 	defer a.recoverTo("session/new", &err)
 	if err := a.signInNeeded(ctx); err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
-	s, err := a.opts.Sessions.Create(p.Cwd)
+	s, err := a.opts.Sessions.Create(p.Cwd, p.AdditionalDirectories)
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, toRequestError(err)
 	}
 	log := a.sessionLogger(s.ID)
-	log.Info("session created", zap.String("cwd", s.Cwd))
+	log.Info("session created", zap.String("cwd", s.Cwd), zap.Strings("roots", s.Roots()))
 	a.startServers(s, p.McpServers)
 	a.announceAfterReply(s.ID)
 	return acpsdk.NewSessionResponse{
@@ -141,6 +142,9 @@ func toRequestError(err error) error {
 		return &acpsdk.RequestError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error()}
 	case errors.Is(err, sessions.ErrInvalidCwd):
 		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	case errors.Is(err, sessions.ErrInvalidRoot):
+		// One sentence naming the root, where an editor shows it.
+		return &acpsdk.RequestError{Code: codeInvalidParams, Message: err.Error()}
 	case errors.Is(err, sessions.ErrClosed):
 		return &acpsdk.RequestError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error()}
 	case errors.Is(err, sessions.ErrBadCursor):

@@ -451,7 +451,7 @@ func (l *Loop) now() time.Time {
 
 // estimatedUsage is the estimated size of the next request over conv.
 func (l *Loop) estimatedUsage(t Turn, conv []Message) ContextUsage {
-	prompt := l.systemPrompt(t.Caller.Cwd, t.Project)
+	prompt := l.systemPrompt(t.Caller, t.Project)
 	req := Request{Tools: l.specs(t.Caller, t.Extra), Messages: append([]Message{{Role: RoleSystem, Content: prompt}}, conv...)}
 	return ContextUsage{Used: estimateRequest(req), Size: l.window(), Estimated: true}
 }
@@ -465,13 +465,13 @@ func (l *Loop) systemMessage(t Turn, emit func(Event), log *zap.Logger) Message 
 		log.Info("project instructions read", zap.Strings("files", read.Paths), zap.Strings("changed", read.Changed), zap.Strings("cut", read.Cut))
 		emit(Event{Kind: EventInstructions, Instructions: read})
 	}
-	return Message{Role: RoleSystem, Content: l.systemPrompt(t.Caller.Cwd, t.Project)}
+	return Message{Role: RoleSystem, Content: l.systemPrompt(t.Caller, t.Project)}
 }
 
-// systemPrompt is the system prompt for a session in cwd whose project is
-// project.
-func (l *Loop) systemPrompt(cwd string, project InstructionSet) string {
-	return SystemPrompt(PromptEnv{Now: l.now(), OS: l.OS, Cwd: cwd, Project: project, FileTools: l.FileTools})
+// systemPrompt is the system prompt for a session in the caller's cwd
+// and other roots, whose project is project.
+func (l *Loop) systemPrompt(caller tools.Caller, project InstructionSet) string {
+	return SystemPrompt(PromptEnv{Now: l.now(), OS: l.OS, Cwd: caller.Cwd, Roots: caller.Roots, Project: project, FileTools: l.FileTools})
 }
 
 // newMessageID names a model message for the editor (ACP wants UUIDs).

@@ -47,6 +47,8 @@ type PromptEnv struct {
 	OS string
 	// Cwd is the session's working directory; empty omits it.
 	Cwd string
+	// Roots are the session's other project roots; none omits their line.
+	Roots []string
 	// Project is the repository and the instruction files read for Cwd.
 	Project InstructionSet
 	// FileTools: the model has the file tools (read, edit, …), and is told
@@ -78,6 +80,10 @@ func environment(env PromptEnv) string {
 	lines = append(lines, "- Shell: bash; each bash call runs `bash -c` in a fresh shell, with no terminal and stdin from /dev/null")
 	if env.Cwd != "" {
 		lines = append(lines, "- Working directory: "+env.Cwd+" (every bash call runs there unless you pass another workdir)")
+	}
+	if len(env.Roots) > 0 {
+		lines = append(lines, "- Other project roots: "+strings.Join(env.Roots, ", ")+
+			" (the user's project as much as the working directory: read and change files there too; relative paths and workdirs still start from the working directory, so name these by absolute path)")
 	}
 	p := env.Project
 	switch {

@@ -228,11 +228,15 @@ func (t *Tracker) tree(k Key) (tr, evicted *tree) {
 	return tr, evicted
 }
 
-// Mark is a tree's state before a command.
+// Mark is a tree's state before a command; with more (BeginAll), the
+// state of each of a session's trees.
 type Mark struct {
 	tree  *tree
 	base  *snapshot
 	start time.Time
+	// more are the Marks of a session's trees, one each (BeginAll); the
+	// Mark itself then has no tree.
+	more []*Mark
 }
 
 // clockSlack is how far before Begin a file's ctime must be for the change
@@ -250,6 +254,9 @@ func (m *Mark) End() []Change {
 	if m == nil {
 		return nil
 	}
+	if len(m.more) > 0 {
+		return m.endAll()
+	}
 	return m.tree.end(m.base, m.start.Add(-clockSlack).UnixNano())
 }
 
@@ -257,6 +264,12 @@ func (m *Mark) End() []Change {
 // Mark does nothing.
 func (m *Mark) Discard() {
 	if m == nil {
+		return
+	}
+	for _, x := range m.more {
+		x.Discard()
+	}
+	if m.tree == nil {
 		return
 	}
 	m.tree.mu.Lock()

@@ -50,6 +50,10 @@ type Spec struct {
 	// cwd, whatever Workdir the model named (a workdir elsewhere is where
 	// the command starts, not where it may write). Empty means Workdir.
 	Root string
+	// Roots are more trees a confined command may write, beside Root:
+	// the session's other project roots (a container mounts them at their
+	// own paths).
+	Roots []string
 	// Timeout bounds a foreground run. Zero means the configured default;
 	// values above the configured maximum are clamped to it. Background
 	// tasks have no timeout.

@@ -42,6 +42,8 @@ type FileAccess struct {
 	Owner string
 	// Root is the session's directory: what a confined command may write.
 	Root string
+	// Roots are the session's other project roots, writable as Root is.
+	Roots []string
 	// Sandboxed: the operations are confined as a confined command would
 	// be (the executor confines everything with ConfineAll anyway).
 	Sandboxed bool

@@ -58,9 +58,17 @@ type Reader struct {
 // Unreadable files are skipped: instructions are a help, never a reason for
 // a prompt to fail.
 func (in *Reader) Load(cwd, userFile string) (set agent.InstructionSet, read *agent.InstructionsRead) {
+	return in.LoadRoots(cwd, nil, userFile)
+}
+
+// LoadRoots is Load for a session with other project roots beside cwd:
+// each root's files (from its repository's root down to it, each file
+// once) come after the user's and before cwd's, which stay the most
+// specific. Root, Branch and Detached are cwd's.
+func (in *Reader) LoadRoots(cwd string, roots []string, userFile string) (set agent.InstructionSet, read *agent.InstructionsRead) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	set, stats := in.load(cwd, userFile)
+	set, stats := in.load(cwd, roots, userFile)
 	return set, in.toShow(set, stats)
 }
 
@@ -68,13 +76,18 @@ func (in *Reader) Load(cwd, userFile string) (set agent.InstructionSet, read *ag
 // editor nothing of them (a slash command): what the editor was shown is
 // left as it was.
 func (in *Reader) Read(cwd, userFile string) agent.InstructionSet {
+	return in.ReadRoots(cwd, nil, userFile)
+}
+
+// ReadRoots is Read for a session with other project roots (LoadRoots).
+func (in *Reader) ReadRoots(cwd string, roots []string, userFile string) agent.InstructionSet {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	set, _ := in.load(cwd, userFile)
+	set, _ := in.load(cwd, roots, userFile)
 	return set
 }
 
-func (in *Reader) load(cwd, userFile string) (set agent.InstructionSet, stats map[string]statKey) {
+func (in *Reader) load(cwd string, roots []string, userFile string) (set agent.InstructionSet, stats map[string]statKey) {
 	if in.cache == nil {
 		in.cache = map[string]cachedFile{}
 	}
@@ -83,11 +96,10 @@ func (in *Reader) load(cwd, userFile string) (set agent.InstructionSet, stats ma
 
 	stats = map[string]statKey{}
 	var files []agent.InstructionFile
-	bound := set.Root
-	if bound == "" {
-		bound = cwd
-	}
-	add := func(path string) bool {
+	add := func(path, bound string) bool {
+		if _, seen := stats[path]; seen {
+			return true
+		}
 		text, key, ok := in.read(path, path == userFile, bound)
 		if ok {
 			stats[path] = key
@@ -96,14 +108,26 @@ func (in *Reader) load(cwd, userFile string) (set agent.InstructionSet, stats ma
 		return ok
 	}
 	if userFile != "" {
-		add(userFile)
+		add(userFile, "")
 	}
-	for _, dir := range chain(cwd, set.Root) {
-		// CLAUDE.md stands in only where a directory has no AGENTS.md.
-		if !add(filepath.Join(dir, AgentsFile)) {
-			add(filepath.Join(dir, ClaudeFile))
+	// A directory's chain is read below its repository's root (or itself
+	// outside one): links are followed only while they stay there.
+	addChain := func(dir, top string) {
+		bound := top
+		if bound == "" {
+			bound = dir
+		}
+		for _, d := range chain(dir, top) {
+			// CLAUDE.md stands in only where a directory has no AGENTS.md.
+			if !add(filepath.Join(d, AgentsFile), bound) {
+				add(filepath.Join(d, ClaudeFile), bound)
+			}
 		}
 	}
+	for _, r := range roots {
+		addChain(r, repo.Top(r))
+	}
+	addChain(cwd, set.Root)
 	set.Files, set.Cut = cut(files, agent.MaxInstructions)
 	return set, stats
 }

@@ -141,13 +141,18 @@ func Decide(q Question) Answer {
 
 // alwaysKeys are what an "always" answer about sub remembers: a command
 // line's keys (or, when it has none, its programs, plain), a tool's key, a
-// read's directory, an edit's session directory; none for an edit outside
-// it, which is asked each time.
+// read's directory, an edit's session directory (the root it is in: the
+// cwd or another of the session's roots); none for an edit outside them,
+// which is asked each time.
 func alwaysKeys(sub tools.Subject, cwd string) (keys []string, plain bool) {
 	switch sub.Kind {
 	case tools.FileWrite:
 		if sub.Inside {
-			return []string{FilePattern(EditScheme, cwd)}, false
+			root := sub.Root
+			if root == "" {
+				root = cwd
+			}
+			return []string{FilePattern(EditScheme, root)}, false
 		}
 		return nil, false
 	case tools.FileRead:

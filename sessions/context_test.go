@@ -12,7 +12,7 @@ import (
 
 func TestFinish(t *testing.T) {
 	r := sessions.New(sessions.Options{})
-	s, err := r.Create(t.TempDir())
+	s, err := r.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestFinish(t *testing.T) {
 // its memory is bounded as the requests are.
 func TestFinishBoundsImages(t *testing.T) {
 	r := sessions.New(sessions.Options{})
-	s, err := r.Create(t.TempDir())
+	s, err := r.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

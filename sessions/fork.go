@@ -39,7 +39,8 @@ func (s *Session) forkPoint() (*store.Session, int64) {
 }
 
 // Fork makes a new session that goes on from where session id is now, in
-// cwd: the same history, plan, mode, model, thought level and context
+// cwd with the extra project roots given (not the original's: the
+// request's list is the whole of them): the same history, plan, mode, model, thought level and context
 // usage, titled "<title> (fork)", stored under its own id (and listed) when
 // sessions are stored. The session may be live here or only stored (a
 // fork after a restart). A turn running in the original is not part of the
@@ -47,8 +48,8 @@ func (s *Session) forkPoint() (*store.Session, int64) {
 // copied: the original's background tasks stay its own (the fork can
 // neither read nor kill them), its MCP servers and its "always allow"
 // answers stay with it, and its queued completion notices are its own.
-func (r *Registry) Fork(id, cwd string) (*Session, error) {
-	cwd, err := checkCwd(cwd)
+func (r *Registry) Fork(id, cwd string, roots []string) (*Session, error) {
+	cwd, roots, err := checkDirs(cwd, roots)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (r *Registry) Fork(id, cwd string) (*Session, error) {
 		if liveErr != nil {
 			return nil, liveErr
 		}
-		return r.forkLive(src, cwd), nil
+		return r.forkLive(src, cwd, roots), nil
 	}
 	var (
 		from *store.Session
@@ -82,7 +83,7 @@ func (r *Registry) Fork(id, cwd string) (*Session, error) {
 	if err := r.writeFork(from, upTo, forkID, cwd, opts); err != nil {
 		return nil, err
 	}
-	l, err := r.Open(forkID, cwd)
+	l, err := r.Open(forkID, cwd, roots)
 	if err != nil {
 		return nil, fmt.Errorf("open the fork of %s: %w", id, err)
 	}
@@ -212,8 +213,9 @@ func copyImages(from, dst *store.Session, e store.Entry) error {
 
 // forkLive is Fork without a store: the live session's committed state,
 // copied.
-func (r *Registry) forkLive(src *Session, cwd string) *Session {
+func (r *Registry) forkLive(src *Session, cwd string, roots []string) *Session {
 	s := r.newSession(r.newID(), cwd)
+	s.roots = roots
 	src.mu.Lock()
 	s.history = append(s.history, src.history...)
 	s.usage = src.usage

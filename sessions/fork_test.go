@@ -27,7 +27,7 @@ func TestFork(t *testing.T) {
 			}
 			reg := sessions.New(opts)
 			defer reg.CloseAll()
-			s, err := reg.Create(t.TempDir())
+			s, err := reg.Create(t.TempDir(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestFork(t *testing.T) {
 			}
 			s.AddPrompt("in flight", nil, nil)
 
-			f, err := reg.Fork(s.ID, s.Cwd)
+			f, err := reg.Fork(s.ID, s.Cwd, nil)
 			end2()
 			if err != nil {
 				t.Fatal(err)
@@ -83,7 +83,7 @@ func TestFork(t *testing.T) {
 			if n := f.DrainNotices(); len(n) != 0 {
 				t.Errorf("fork has the original's notices %q", n)
 			}
-			if _, err := reg.Fork("no-such-session", s.Cwd); err == nil {
+			if _, err := reg.Fork("no-such-session", s.Cwd, nil); err == nil {
 				t.Error("fork of an unknown session succeeded")
 			}
 			if !stored {
@@ -93,7 +93,7 @@ func TestFork(t *testing.T) {
 			if err := reg.Close(s.ID); err != nil {
 				t.Fatal(err)
 			}
-			g, err := reg.Fork(s.ID, s.Cwd)
+			g, err := reg.Fork(s.ID, s.Cwd, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

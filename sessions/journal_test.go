@@ -39,7 +39,7 @@ func TestChangeJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestChangeJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l, err := sessions.New(sessions.Options{Store: st}).Open(s.ID, t.TempDir())
+	l, err := sessions.New(sessions.Options{Store: st}).Open(s.ID, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestChangeJournalStoredBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestChangeJournalStoredBound(t *testing.T) {
 	if err := reg.Close(s.ID); err != nil {
 		t.Fatal(err)
 	}
-	l, err := sessions.New(sessions.Options{Store: st}).Open(s.ID, t.TempDir())
+	l, err := sessions.New(sessions.Options{Store: st}).Open(s.ID, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,13 +43,15 @@ type Loaded struct {
 	WasLive bool
 }
 
-// Open makes a stored session live with cwd as its working directory, or
-// returns it if it is live here already. Its history, mode, model, always
+// Open makes a stored session live with cwd as its working directory and
+// roots as its extra project roots, or returns it if it is live here
+// already (with roots as its roots from now on: the request's list is the
+// whole of them). Its history, mode, model, always
 // allow memory and undelivered notices are restored; the tasks that were
 // running when its process stopped are marked gone, and its next model
 // request is told so once.
-func (r *Registry) Open(id, cwd string) (Loaded, error) {
-	cwd, err := checkCwd(cwd)
+func (r *Registry) Open(id, cwd string, roots []string) (Loaded, error) {
+	cwd, roots, err := checkDirs(cwd, roots)
 	if err != nil {
 		return Loaded{}, err
 	}
@@ -57,6 +59,7 @@ func (r *Registry) Open(id, cwd string) (Loaded, error) {
 		r.mu.Lock()
 		if s := r.byID[id]; s != nil {
 			r.mu.Unlock()
+			s.setRoots(roots)
 			return Loaded{Session: s, Replay: s.replay(), WasLive: true}, nil
 		}
 		wait := r.loading[id]
@@ -64,7 +67,7 @@ func (r *Registry) Open(id, cwd string) (Loaded, error) {
 			done := make(chan struct{})
 			r.loading[id] = done
 			r.mu.Unlock()
-			l, err := r.open(id, cwd)
+			l, err := r.open(id, cwd, roots)
 			r.mu.Lock()
 			delete(r.loading, id)
 			if err == nil {
@@ -79,13 +82,14 @@ func (r *Registry) Open(id, cwd string) (Loaded, error) {
 	}
 }
 
-func (r *Registry) open(id, cwd string) (Loaded, error) {
-	stored, err := r.reopen(id, cwd)
+func (r *Registry) open(id, cwd string, roots []string) (Loaded, error) {
+	stored, err := r.reopen(id, cwd, roots)
 	if err != nil {
 		return Loaded{}, err
 	}
 	state := stored.State()
 	s := r.newSession(id, cwd)
+	s.roots = roots
 	s.stored = stored
 	if err := s.rebuild(state.Compaction); err != nil {
 		stored.Close()
@@ -123,11 +127,11 @@ func (e BusyError) Is(target error) bool { return target == ErrBusy }
 
 // reopen opens the stored session id to go on in cwd, its errors those of
 // the registry.
-func (r *Registry) reopen(id, cwd string) (*store.Session, error) {
+func (r *Registry) reopen(id, cwd string, roots []string) (*store.Session, error) {
 	if r.store == nil {
 		return nil, fmt.Errorf("%w: %s (sessions are not stored: --no-persist)", ErrNotFound, id)
 	}
-	stored, err := r.store.Reopen(id, cwd)
+	stored, err := r.store.Reopen(id, cwd, roots)
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadID):
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -427,8 +431,10 @@ func (r *Registry) Delete(id string) error {
 
 // Info is a session as List shows it.
 type Info struct {
-	ID      string
-	Cwd     string
+	ID  string
+	Cwd string
+	// Roots are the extra project roots stored with the session.
+	Roots   []string
 	Title   string
 	Updated time.Time
 }
@@ -462,7 +468,7 @@ func (r *Registry) List(cwd, cursor string) (ListPage, error) {
 	}
 	out := ListPage{NextCursor: page.NextCursor, Sessions: make([]Info, 0, len(page.Sessions))}
 	for _, i := range page.Sessions {
-		info := Info{ID: i.ID, Cwd: i.Cwd, Title: i.Title, Updated: i.Updated}
+		info := Info{ID: i.ID, Cwd: i.Cwd, Roots: i.Roots, Title: i.Title, Updated: i.Updated}
 		if s, err := r.Get(i.ID); err == nil {
 			if t := s.Title(); t != "" {
 				info.Title = t
@@ -471,6 +477,7 @@ func (r *Registry) List(cwd, cursor string) (ListPage, error) {
 				info.Updated = u
 			}
 			info.Cwd = s.Cwd
+			info.Roots = s.Roots()
 		}
 		out.Sessions = append(out.Sessions, info)
 	}
@@ -483,7 +490,7 @@ func (r *Registry) listLive(cwd string) ListPage {
 		if cwd != "" && s.Cwd != cwd {
 			continue
 		}
-		out.Sessions = append(out.Sessions, Info{ID: s.ID, Cwd: s.Cwd, Title: s.Title(), Updated: s.Updated()})
+		out.Sessions = append(out.Sessions, Info{ID: s.ID, Cwd: s.Cwd, Roots: s.Roots(), Title: s.Title(), Updated: s.Updated()})
 	}
 	sort.Slice(out.Sessions, func(i, j int) bool {
 		a, b := out.Sessions[i], out.Sessions[j]

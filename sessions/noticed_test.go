@@ -40,7 +40,7 @@ func noticedView(t *testing.T, newText string) sessions.NoticedView {
 func storeNoticed(t *testing.T, st *store.Store, v sessions.NoticedView) (string, int64) {
 	t.Helper()
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func replayOf(t *testing.T, st *store.Store, id string) []sessions.Replayed {
 	t.Helper()
 	reg := sessions.New(sessions.Options{Store: st})
 	t.Cleanup(reg.CloseAll)
-	l, err := reg.Open(id, t.TempDir())
+	l, err := reg.Open(id, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestToolViewCap(t *testing.T) {
 	}
 	reg := sessions.New(sessions.Options{Store: st})
 	t.Cleanup(reg.CloseAll)
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

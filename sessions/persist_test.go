@@ -42,7 +42,7 @@ func TestHistoryFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestHistoryFromStore(t *testing.T) {
 
 	reg2 := sessions.New(sessions.Options{Store: st})
 	cwd := t.TempDir()
-	l, err := reg2.Open(s.ID, cwd)
+	l, err := reg2.Open(s.ID, cwd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestHistoryFromStore(t *testing.T) {
 	if got := l.Session.DrainNotices(); !cmp.Equal(got, []string{"pending"}) {
 		t.Errorf("undelivered notices %q", got)
 	}
-	again, err := reg2.Open(s.ID, cwd)
+	again, err := reg2.Open(s.ID, cwd, nil)
 	if err != nil || !again.WasLive || again.Session != l.Session {
 		t.Errorf("second open = %+v, %v; want the live session", again, err)
 	}
-	if _, err := sessions.New(sessions.Options{Store: st}).Open("nope", cwd); err == nil {
+	if _, err := sessions.New(sessions.Options{Store: st}).Open("nope", cwd, nil); err == nil {
 		t.Error("open of an unknown id succeeded")
 	}
 	reg2.CloseAll()
@@ -103,7 +103,7 @@ func TestHistoryKeepsThePromptAfterACompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestHistoryKeepsThePromptAfterACompaction(t *testing.T) {
 	}
 	reg2 := sessions.New(sessions.Options{Store: st})
 	defer reg2.CloseAll()
-	l, err := reg2.Open(s.ID, t.TempDir())
+	l, err := reg2.Open(s.ID, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestImagesAfterACompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestImagesAfterACompaction(t *testing.T) {
 	}
 	reg2 := sessions.New(sessions.Options{Store: st})
 	defer reg2.CloseAll()
-	l, err := reg2.Open(s.ID, t.TempDir())
+	l, err := reg2.Open(s.ID, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestPlanFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPlanFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg2 := sessions.New(sessions.Options{Store: st})
-	l, err := reg2.Open(s.ID, t.TempDir())
+	l, err := reg2.Open(s.ID, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestHistoryAfterCompactionsThatKeptNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestHistoryAfterCompactionsThatKeptNothing(t *testing.T) {
 	}
 	reg2 := sessions.New(sessions.Options{Store: st})
 	defer reg2.CloseAll()
-	l, err := reg2.Open(s.ID, t.TempDir())
+	l, err := reg2.Open(s.ID, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sessions.New(sessions.Options{Store: st})
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestReplay(t *testing.T) {
 		}
 		return got
 	}
-	live, err := reg.Open(s.ID, s.Cwd)
+	live, err := reg.Open(s.ID, s.Cwd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestReplay(t *testing.T) {
 	}
 	reg2 := sessions.New(sessions.Options{Store: st})
 	defer reg2.CloseAll()
-	l, err := reg2.Open(s.ID, t.TempDir())
+	l, err := reg2.Open(s.ID, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

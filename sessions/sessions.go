@@ -132,14 +132,16 @@ func (r *Registry) Modes() []Mode {
 	return []Mode{ModeAsk, ModeAuto}
 }
 
-// Create validates cwd (absolute, an existing directory) and registers a new
-// session in the default mode (Options.DefaultMode).
-func (r *Registry) Create(cwd string) (*Session, error) {
-	cwd, err := checkCwd(cwd)
+// Create validates cwd and the extra project roots (each absolute, an
+// existing directory) and registers a new session in the default mode
+// (Options.DefaultMode).
+func (r *Registry) Create(cwd string, roots []string) (*Session, error) {
+	cwd, roots, err := checkDirs(cwd, roots)
 	if err != nil {
 		return nil, err
 	}
 	s := r.newSession(r.newID(), cwd)
+	s.roots = roots
 	if r.store != nil {
 		stored, err := r.store.Create(s.ID, cwd)
 		if err != nil {
@@ -150,6 +152,9 @@ func (r *Registry) Create(cwd string) (*Session, error) {
 			// A session with no mode stored loads in ModeAsk, whatever
 			// the default of the process loading it.
 			s.persist(store.Mode{Mode: string(s.mode)})
+		}
+		if len(roots) > 0 {
+			s.persist(store.Roots{Roots: roots})
 		}
 	}
 	s.updated = time.Now()
@@ -169,6 +174,16 @@ func (r *Registry) newSession(id, cwd string) *Session {
 		lastDone: closedChan(),
 		log:      r.log.With(zap.String("session", id)),
 	}
+}
+
+// checkDirs checks a request's cwd and extra roots (checkCwd, checkRoots).
+func checkDirs(cwd string, roots []string) (string, []string, error) {
+	cwd, err := checkCwd(cwd)
+	if err != nil {
+		return "", nil, err
+	}
+	roots, err = checkRoots(cwd, roots)
+	return cwd, roots, err
 }
 
 // checkCwd returns cwd cleaned if it is an absolute, existing directory.
@@ -286,7 +301,9 @@ type Session struct {
 	changes journal
 
 	// mu guards every field below.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// roots are the extra project roots beside Cwd (see Roots).
+	roots   []string
 	history []agent.Message
 	usage   agent.ContextUsage
 	// seqs are the store Seqs of the conversation's messages as a load

@@ -35,7 +35,7 @@ func wait(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) {
 
 func mustCreate(t *testing.T, r *sessions.Registry) *sessions.Session {
 	t.Helper()
-	s, err := r.Create(t.TempDir())
+	s, err := r.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestCreateValidatesCwd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := sessions.New(sessions.Options{})
-			s, err := r.Create(tt.cwd)
+			s, err := r.Create(tt.cwd, nil)
 			if tt.wantErr != "" {
 				if !errors.Is(err, sessions.ErrInvalidCwd) {
 					t.Fatalf("err = %v, want ErrInvalidCwd", err)

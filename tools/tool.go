@@ -19,8 +19,13 @@ import (
 type Caller struct {
 	// SessionID owns background tasks this call starts; empty = no session.
 	SessionID string
-	// Cwd is the session's working directory; empty = none.
+	// Cwd is the session's working directory; empty = none. A relative
+	// path resolves against it.
 	Cwd string
+	// Roots are the session's other project roots (absolute, cleaned):
+	// its own as much as Cwd is (commands may write there, the file tools
+	// treat them as inside, the change tracker covers them).
+	Roots []string
 	// Gone reports whether a task id was one of this session's tasks
 	// before the agent restarted (stopped with the process that ran it);
 	// nil means none was.
@@ -204,8 +209,12 @@ type Subject struct {
 	// the path (FileRead, FileWrite); empty for NoApproval.
 	Text string
 	// Inside: the path (its links resolved) is inside the session's
-	// directory (FileRead, FileWrite).
+	// directory or one of its other roots (FileRead, FileWrite).
 	Inside bool
+	// Root is that directory, as the session names it (its Cwd or one of
+	// its Roots); empty when not Inside. An "always" answer about a write
+	// there covers it.
+	Root string
 	// Dir is the directory an "always" answer about a read outside the
 	// session's directory covers: the one searched, or the file's.
 	Dir string

@@ -64,6 +64,8 @@ var (
 	spillDirRE  = regexp.MustCompile(`\$TMP/tmp/dsh-acp-spill-[^/"\s]+/s-[0-9]+`)
 	spillFileRE = regexp.MustCompile(`(\$SPILL/[A-Za-z0-9_.-]+?)-[0-9]+\.log`)
 	cwdRE       = regexp.MustCompile(`\n- Working directory: (.*?) \(every bash call`)
+	// rootsRE is the other roots' line of the system prompt.
+	rootsRE = regexp.MustCompile(`\n- Other project roots: (.*?) \(the user's project as much as the working directory[^\n]*\n`)
 	// gitRE is the repository line of the system prompt.
 	gitRE = regexp.MustCompile(`\n- Git repository: (.*)\n`)
 	// dateRE is the day's date in the system prompt.
@@ -590,6 +592,11 @@ func systemPrompt(dir string, msg any, pin bool, errs *[]error) any {
 	// A repository and project instructions are shown in the golden; the
 	// rest must be the pinned prompt.
 	args := "cwd=" + sub[1]
+	if r := rootsRE.FindStringSubmatch(generic); r != nil {
+		// Shown in the golden, the line's words pinned in agent's tests.
+		args += ", roots=" + r[1]
+		generic = strings.Replace(generic, r[0], "\n", 1)
+	}
 	if g := gitRE.FindStringSubmatch(generic); g != nil {
 		args += ", git=" + g[1]
 		generic = strings.Replace(generic, g[0], "\n- Not a git repository\n", 1)

@@ -80,6 +80,9 @@ type step struct {
 	Values json.RawMessage `json:"values,omitempty"`
 	// MCPServers is new_session's mcpServers list; absent means [].
 	MCPServers json.RawMessage `json:"mcp_servers,omitempty"`
+	// Roots are new_session's and fork's additionalDirectories, made
+	// like the cwd; absent means none sent.
+	Roots []string `json:"roots,omitempty"`
 }
 
 func (s step) String() string {

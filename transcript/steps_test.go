@@ -53,14 +53,11 @@ func (h *harness) do(s step) error {
 		if _, dup := h.sessions[s.As]; dup {
 			return fmt.Errorf("session %q already exists", s.As)
 		}
-		if err := os.MkdirAll(s.Cwd, 0o755); err != nil {
+		params, err := h.sessionParams(s)
+		if err != nil {
 			return err
 		}
-		var servers any = []any{}
-		if len(s.MCPServers) > 0 {
-			servers = s.MCPServers
-		}
-		res, err := h.callWait("session/new", map[string]any{"cwd": s.Cwd, "mcpServers": servers})
+		res, err := h.callWait("session/new", params)
 		if err != nil {
 			return err
 		}
@@ -86,14 +83,12 @@ func (h *harness) do(s step) error {
 		if s.As == "" || s.Cwd == "" || s.Session == "" {
 			return errors.New(`fork needs "session", "as" and "cwd"`)
 		}
-		if err := os.MkdirAll(s.Cwd, 0o755); err != nil {
+		params, err := h.sessionParams(s)
+		if err != nil {
 			return err
 		}
-		var servers any = []any{}
-		if len(s.MCPServers) > 0 {
-			servers = s.MCPServers
-		}
-		res, err := h.callWait("session/fork", map[string]any{"sessionId": h.sid(s.Session), "cwd": s.Cwd, "mcpServers": servers})
+		params["sessionId"] = h.sid(s.Session)
+		res, err := h.callWait("session/fork", params)
 		if err != nil {
 			return err
 		}
@@ -233,6 +228,25 @@ func (h *harness) do(s step) error {
 		return errors.Join(err, f.Close())
 	}
 	return fmt.Errorf("unknown op %q", s.Op)
+}
+
+// sessionParams are the params of new_session's or fork's request: the
+// cwd and the roots (made first), the MCP servers ([] when none).
+func (h *harness) sessionParams(s step) (map[string]any, error) {
+	for _, d := range append([]string{s.Cwd}, s.Roots...) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	var servers any = []any{}
+	if len(s.MCPServers) > 0 {
+		servers = s.MCPServers
+	}
+	params := map[string]any{"cwd": s.Cwd, "mcpServers": servers}
+	if len(s.Roots) > 0 {
+		params["additionalDirectories"] = s.Roots
+	}
+	return params, nil
 }
 
 // sid maps a session alias to its id; anything else is used as the id

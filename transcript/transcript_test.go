@@ -54,6 +54,7 @@ var notInContainer = map[string]string{
 	"25-auto-in-sandbox": "the Auto in sandbox mode is the sandbox's (Landlock's Permission denied, its private TMPDIR); with --executor docker the container confines and the mode is not offered",
 	"41-sandbox-files":   "the Auto in sandbox mode is the sandbox's; with --executor docker the mode is not offered",
 	"33-fork-sandbox":    "the fork of a session in the Auto in sandbox mode, which is the sandbox's; with --executor docker the mode is not offered",
+	"45-roots-sandbox":   "the other roots of a session in the Auto in sandbox mode, which is the sandbox's; with --executor docker the mode is not offered (44-roots runs there: the container mounts the roots)",
 	"39-file-permission": "the file tools read outside the session's directory, which a container does not see (with --executor docker that read is refused)",
 }
 

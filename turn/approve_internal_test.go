@@ -76,7 +76,7 @@ func TestApproverAsksOnlyWhenDecideSays(t *testing.T) {
 			t.Parallel()
 			reg := sessions.New(sessions.Options{Sandbox: func() bool { return true }})
 			t.Cleanup(reg.CloseAll)
-			s, err := reg.Create(t.TempDir())
+			s, err := reg.Create(t.TempDir(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestApproverAskFails(t *testing.T) {
 	t.Parallel()
 	reg := sessions.New(sessions.Options{})
 	t.Cleanup(reg.CloseAll)
-	s, err := reg.Create(t.TempDir())
+	s, err := reg.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,9 +100,13 @@ func promptText(ctx context.Context, parts []Part, l links) string {
 
 // links reads the files a prompt links to without their text: through the
 // editor when it reads files (so an unsaved buffer is what the model
-// sees), else from disk, but only inside the session's cwd.
+// sees), else from disk, but only inside the session's cwd or another of
+// its roots.
 type links struct {
-	cwd   string
+	cwd string
+	// roots are the session's other project roots: a file in one is read
+	// from disk as one in cwd is.
+	roots []string
 	files FileReader // nil: the editor reads no files for us
 	log   *zap.Logger
 }
@@ -129,7 +133,7 @@ func (l links) read(ctx context.Context, uri string) (path, text string, ok bool
 		}
 		l.log.Info("client did not read a linked file; trying the disk", zap.String("path", path), zap.Error(err))
 	}
-	text, err := readInside(path, l.cwd)
+	text, err := readInRoots(path, append([]string{l.cwd}, l.roots...))
 	if err != nil {
 		l.log.Info("linked file given as a link only", zap.String("path", path), zap.Error(err))
 		return "", "", false
@@ -156,7 +160,18 @@ func linkPath(uri, cwd string) (string, bool) {
 	return filepath.Clean(uri), true
 }
 
-var errOutside = errors.New("outside the session's directory")
+var errOutside = errors.New("outside the session's directories")
+
+// readInRoots is readInside of the first of dirs that path is in.
+func readInRoots(path string, dirs []string) (string, error) {
+	for _, dir := range dirs {
+		text, err := readInside(path, dir)
+		if !errors.Is(err, errOutside) {
+			return text, err
+		}
+	}
+	return "", errOutside
+}
 
 // readInside reads the beginning of a text file that is inside dir, links
 // followed only while they stay in it, up to one byte past MaxResourceText

@@ -186,11 +186,12 @@ func (t *Turn) Run(in Input) (agent.Outcome, error) {
 	if note := r.imagesNote(s, model, len(images)); note != "" {
 		in.Show.Say(note)
 	}
-	prompt := promptText(t.ctx, in.Parts, links{cwd: s.Cwd, files: in.Files, log: t.log})
-	project, news := r.instructions(s, prompt)
+	roots := s.Roots()
+	prompt := promptText(t.ctx, in.Parts, links{cwd: s.Cwd, roots: roots, files: in.Files, log: t.log})
+	project, news := r.instructions(s, roots, prompt)
 	rec := &recorder{s: s, show: in.Show, stored: in.Stored, about: in.About}
 	out, err := r.opts.Loop.Run(t.ctx, agent.Turn{
-		Caller:          tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Gone: s.TaskGone, Editor: in.Editor, Ask: in.Elicit},
+		Caller:          tools.Caller{SessionID: s.ID, Cwd: s.Cwd, Roots: roots, Gone: s.TaskGone, Editor: in.Editor, Ask: in.Elicit},
 		Extra:           s.Tools(),
 		History:         s.History(),
 		Prompt:          prompt,
@@ -239,12 +240,13 @@ func (t *Turn) finish(out agent.Outcome, err error, show Show) {
 // instructions are the session's instruction files for a prompt, and what
 // the editor is to be shown of them: the session's reader reads a file
 // again only when it changed, and shows the files once and after a change.
-// A slash command shows nothing (it sends no system prompt).
-func (r *Runner) instructions(s *sessions.Session, prompt string) (agent.InstructionSet, *agent.InstructionsRead) {
+// A slash command shows nothing (it sends no system prompt). The
+// session's other roots give theirs too.
+func (r *Runner) instructions(s *sessions.Session, roots []string, prompt string) (agent.InstructionSet, *agent.InstructionsRead) {
 	if _, _, cmd := agent.ParseCommand(prompt); cmd {
-		return s.Instructions().Read(s.Cwd, r.opts.UserInstructions), nil
+		return s.Instructions().ReadRoots(s.Cwd, roots, r.opts.UserInstructions), nil
 	}
-	return s.Instructions().Load(s.Cwd, r.opts.UserInstructions)
+	return s.Instructions().LoadRoots(s.Cwd, roots, r.opts.UserInstructions)
 }
 
 // emit is a turn's event sink: the recorder, then the user (and the MCP

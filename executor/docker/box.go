@@ -41,8 +41,9 @@ const answerTimeout = time.Minute
 type box struct {
 	d      *Confiner
 	owner  string
-	root   string // the session's directory, mounted at its own path
-	spill  string // the session's spill directory, mounted read-only
+	root   string   // the session's directory, mounted at its own path
+	roots  []string // its other project roots, mounted likewise
+	spill  string   // the session's spill directory, mounted read-only
 	logger *zap.Logger
 
 	ready chan struct{} // closed when creation ended; err says how
@@ -65,11 +66,11 @@ type box struct {
 	ended   bool                       // end was asked
 }
 
-func newBox(d *Confiner, owner, root, spill string) *box {
+func newBox(d *Confiner, owner, root string, roots []string, spill string) *box {
 	life, cancel := context.WithCancel(context.Background())
 	return &box{
 		life: life, cancel: cancel,
-		d: d, owner: owner, root: root, spill: spill,
+		d: d, owner: owner, root: root, roots: roots, spill: spill,
 		logger:  d.logger.With(zap.String("session", owner)),
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
@@ -117,7 +118,7 @@ func (b *box) make(ctx context.Context) error {
 		id, err = b.d.cli.createContainer(ctx, cfg)
 	}
 	if err != nil {
-		return b.d.explain(err, b.root)
+		return b.d.explain(err, b.root, b.roots)
 	}
 	b.id = id
 	err = b.boot(ctx)
@@ -141,7 +142,7 @@ func (b *box) boot(ctx context.Context) error {
 	b.fw = newFrameWriter(b.conn.Conn)
 	if err := b.d.cli.startContainer(ctx, b.id); err != nil {
 		b.conn.Close()
-		return fmt.Errorf("docker: start the container: %w", b.d.explain(err, b.root))
+		return fmt.Errorf("docker: start the container: %w", b.d.explain(err, b.root, b.roots))
 	}
 	return nil
 }
@@ -161,6 +162,9 @@ func (b *box) config() createRequest {
 	// The engine mounts parents first, so the session's directory is
 	// writable inside a --docker-read tree.
 	mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: b.root, Target: b.root})
+	for _, r := range b.roots {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: r, Target: r})
+	}
 	if b.spill != "" && !b.d.remote {
 		// Only this session's: the model is told these paths, and the
 		// next command may read them. A remote engine's host has no such
@@ -263,11 +267,16 @@ func (d *Confiner) guardSocket(mounts []mount.Mount) error {
 }
 
 // explain turns the engine's answers a user can act on into sentences.
-func (d *Confiner) explain(err error, root string) error {
+func (d *Confiner) explain(err error, root string, roots []string) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "bind source path does not exist"):
-		if missing := missingSource(msg); missing != "" && missing != root {
+		missing := missingSource(msg)
+		if slices.Contains(roots, missing) {
+			// One of the project's roots: said as its directory is.
+			root = missing
+		}
+		if missing != "" && missing != root {
 			// Not the project's directory: blaming it would send the user
 			// looking in the wrong place.
 			what := "the session's spill directory"

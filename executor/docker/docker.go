@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,10 +110,11 @@ type Confiner struct {
 
 var _ executor.Confiner = (*Confiner)(nil)
 
-// boxKey names a container: a session's for one directory of it. A
-// session that comes back with another cwd (session/load) gets another
-// container, as that directory is what the container mounts.
-type boxKey struct{ owner, root string }
+// boxKey names a container: a session's for one directory of it and its
+// other roots (joined by NULs). A session that comes back with another cwd
+// or other roots (session/load) gets another container, as those
+// directories are what the container mounts.
+type boxKey struct{ owner, root, roots string }
 
 // NewConfiner connects to the engine lazily: nothing is asked of it until
 // the first command (or Sweep), so an engine that is down makes commands
@@ -227,7 +229,7 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 	if root == "" {
 		root = c.Spec.Workdir
 	}
-	key := boxKey{c.Spec.Owner, root}
+	key := boxKey{c.Spec.Owner, root, strings.Join(c.Spec.Roots, "\x00")}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -247,7 +249,7 @@ func (d *Confiner) box(c executor.Confinement) (*box, error) {
 		b = nil
 	}
 	if b == nil {
-		b = newBox(d, key.owner, root, c.SpillDir)
+		b = newBox(d, key.owner, root, slices.Clone(c.Spec.Roots), c.SpillDir)
 		d.boxes[key] = b
 		d.wg.Add(1)
 		go b.create()

@@ -651,3 +651,35 @@ func TestFrozenContainerHoldsNothing(t *testing.T) {
 		t.Fatal("a cancelled command is still waiting for its frozen container")
 	}
 }
+
+// A session's other roots are mounted at their own paths, writable like
+// its directory, with the files seen from this side; a tree that is not
+// one of them is not in the container, and the file operations refuse it.
+func TestOtherRootsMounted(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, setupOpts{})
+	cwd, lib, other := t.TempDir(), t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.ex.Run(ctx, executor.Spec{Owner: "A", Root: cwd, Roots: []string{lib}, Workdir: cwd,
+		Command: "echo in-lib > " + lib + "/f && pwd && (test -e " + other + " && echo sees-other || echo no-other)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout.Text != cwd+"\nno-other\n" || res.ExitCode != 0 {
+		t.Errorf("command: %+v; want it to run in %s, write in %s, not see %s", res, cwd, lib, other)
+	}
+	if b, err := os.ReadFile(filepath.Join(lib, "f")); err != nil || string(b) != "in-lib\n" {
+		t.Errorf("the host sees %q, %v in the other root; want in-lib", b, err)
+	}
+	files, err := s.ex.Files(executor.FileAccess{Owner: "A", Root: cwd, Roots: []string{lib}, Sandboxed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := files.WriteFile(filepath.Join(lib, "g"), []byte("by the tool\n")); err != nil {
+		t.Errorf("file write in the other root: %v", err)
+	}
+	if err := files.WriteFile(filepath.Join(other, "g"), []byte("x")); err == nil || !strings.Contains(err.Error(), "only the session's directories") {
+		t.Errorf("file write outside the roots: %v; want a refusal naming the session's directories", err)
+	}
+}

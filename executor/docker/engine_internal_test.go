@@ -192,7 +192,7 @@ func TestEngineErrors(t *testing.T) {
 		t.Errorf("an engine that is not there: %v", err)
 	}
 	d := &Confiner{host: down.host}
-	if msg := d.explain(err, "/w").Error(); !strings.HasPrefix(msg, "docker: the engine at tcp://"+addr+" does not answer") {
+	if msg := d.explain(err, "/w", nil).Error(); !strings.HasPrefix(msg, "docker: the engine at tcp://"+addr+" does not answer") {
 		t.Errorf("explained as %q", msg)
 	}
 	// A cancelled request is the cancel, not a connection failure.

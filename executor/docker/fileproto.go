@@ -28,8 +28,8 @@ const (
 )
 
 // fileReq is one file operation for the helper. The policy travels with
-// it: what the container may see is the session's directory and the
-// read-only mounts, and the helper resolves both (and the path) in the
+// it: what the container may see is the session's directory, its other
+// roots and the read-only mounts, and the helper resolves both (and the path) in the
 // container's own files.
 type fileReq struct {
 	Op   string   `json:"op"`
@@ -37,6 +37,8 @@ type fileReq struct {
 	Max  int64    `json:"max,omitempty"`  // read: at most this many bytes
 	Root string   `json:"root"`           // the session's directory (writable)
 	Read []string `json:"read,omitempty"` // the --docker-read paths
+	// Roots are the session's other project roots (writable).
+	Roots []string `json:"roots,omitempty"`
 }
 
 // fileRes is a file operation's result.

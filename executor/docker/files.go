@@ -9,8 +9,9 @@ import (
 )
 
 // Files are a session's file operations as its container sees the files
-// (executor.FileConfiner): the session's directory at its own path (a bind
-// mount, writable) and the --docker-read paths (read-only); anything else
+// (executor.FileConfiner): the session's directory and its other project
+// roots at their own paths (bind mounts, writable) and the --docker-read
+// paths (read-only); anything else
 // is refused, since the container has other files there (its image's).
 //
 // With an engine on this host an operation is done from this side on the
@@ -27,26 +28,31 @@ func (d *Confiner) Files(a executor.FileAccess) (executor.Files, error) {
 		}
 		return &tetherFiles{d: d, a: a}, nil
 	}
-	return policy(a.Root, d.opts.Read), nil
+	return policy(a.Root, a.Roots, d.opts.Read), nil
 }
 
 // FilesAreHosts reports whether the file operations see this host's own
 // files: an engine on this host mounts them; a remote one has its own.
 func (d *Confiner) FilesAreHosts() bool { return !d.remote }
 
-// policy is what a session's container may see, root and read resolved in
-// the files of whoever applies it (the agent for a local engine, the
-// helper in the container for a remote one): reads inside root or a read
-// path, writes inside root.
-func policy(root string, read []string) executor.CheckedFiles {
-	root = executor.ResolvePath(root)
+// policy is what a session's container may see, root, its other roots and
+// read resolved in the files of whoever applies it (the agent for a local
+// engine, the helper in the container for a remote one): reads inside a
+// root or a read path, writes inside a root.
+func policy(root string, others, read []string) executor.CheckedFiles {
+	roots := []string{executor.ResolvePath(root)}
+	for _, r := range others {
+		roots = append(roots, executor.ResolvePath(r))
+	}
 	resolved := make([]string, 0, len(read))
 	for _, p := range read {
 		resolved = append(resolved, executor.ResolvePath(p))
 	}
 	return executor.CheckedFiles{Allow: func(real string, write bool) error {
-		if beneath(real, root) {
-			return nil
+		for _, root := range roots {
+			if beneath(real, root) {
+				return nil
+			}
 		}
 		if !write {
 			for _, p := range resolved {
@@ -59,8 +65,16 @@ func policy(root string, read []string) executor.CheckedFiles {
 		if write {
 			what = "write"
 		}
-		return fmt.Errorf("the session's container does not %s it (only the session's directory%s)", what, readNote(write, resolved))
+		return fmt.Errorf("the session's container does not %s it (only the session's %s%s)", what, dirsNote(others), readNote(write, resolved))
 	}}
+}
+
+// dirsNote names what the container has of the session's own.
+func dirsNote(others []string) string {
+	if len(others) == 0 {
+		return "directory"
+	}
+	return "directories"
 }
 
 func readNote(write bool, read []string) string {

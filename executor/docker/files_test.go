@@ -134,3 +134,29 @@ func TestRemoteEngineFilesWithoutTheCwd(t *testing.T) {
 		t.Fatalf("read: %v; want an error saying %q", err, want)
 	}
 }
+
+// A remote engine: the helper's file operations allow the session's other
+// roots as its directory, in the same container as its commands (a
+// command sees what a file operation wrote there), and refuse a tree
+// that is not one of them.
+func TestRemoteEngineFilesInOtherRoots(t *testing.T) {
+	t.Parallel()
+	eng := dockertest.Need(t)
+	addr := dockertest.TCPProxy(t, eng.Host)
+	s := newSetup(t, setupOpts{host: "tcp://" + addr})
+	lib, other := t.TempDir(), t.TempDir()
+	x, err := s.ex.Files(executor.FileAccess{Owner: "s", Root: s.cwd, Roots: []string{lib}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.WriteFile(filepath.Join(lib, "a.txt"), []byte("in lib\n")); err != nil {
+		t.Fatalf("write in the other root: %v", err)
+	}
+	if err := x.WriteFile(filepath.Join(other, "a.txt"), []byte("x")); err == nil || !strings.Contains(err.Error(), "only the session's directories") {
+		t.Errorf("write outside the roots: %v; want the policy's refusal naming the session's directories", err)
+	}
+	res, err := s.ex.Run(t.Context(), executor.Spec{Owner: "s", Root: s.cwd, Roots: []string{lib}, Workdir: s.cwd, Command: "cat " + lib + "/a.txt"})
+	if err != nil || res.Stdout.Text != "in lib\n" {
+		t.Errorf("the session's command reads %+v, %v; want what the file operation wrote in the other root", res, err)
+	}
+}

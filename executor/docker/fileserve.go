@@ -5,7 +5,7 @@ package docker
 // agent applies for a local engine, so the same path resolution, the same
 // refusals and the same walk without links (no check-then-use race).
 func serveFile(req fileReq, data []byte) (fileRes, []byte) {
-	x := policy(req.Root, req.Read)
+	x := policy(req.Root, req.Roots, req.Read)
 	var res fileRes
 	switch req.Op {
 	case opRead:

@@ -21,7 +21,7 @@ import (
 func (d *Confiner) Sweep(ctx context.Context) (int, error) {
 	res, err := d.cli.listContainers(ctx, labelAgent)
 	if err != nil {
-		return 0, d.explain(err, "")
+		return 0, d.explain(err, "", nil)
 	}
 	host, _ := os.Hostname()
 	n := 0

@@ -19,11 +19,12 @@ type tetherFiles struct {
 var _ executor.Files = (*tetherFiles)(nil)
 
 func (t *tetherFiles) do(req fileReq, data []byte) (fileRes, []byte, error) {
-	b, err := t.d.box(executor.Confinement{Spec: executor.Spec{Owner: t.a.Owner, Root: t.a.Root, Workdir: t.a.Root}, SpillDir: t.a.SpillDir})
+	// The container the session's commands run in: the same roots.
+	b, err := t.d.box(executor.Confinement{Spec: executor.Spec{Owner: t.a.Owner, Root: t.a.Root, Roots: t.a.Roots, Workdir: t.a.Root}, SpillDir: t.a.SpillDir})
 	if err != nil {
 		return fileRes{}, nil, err
 	}
-	req.Root, req.Read = t.a.Root, t.d.opts.Read
+	req.Root, req.Roots, req.Read = t.a.Root, t.a.Roots, t.d.opts.Read
 	return b.file(req, data)
 }
 

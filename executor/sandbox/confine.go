@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -119,7 +120,7 @@ func (c *Confiner) Start(x executor.Confinement) (executor.Process, error) {
 }
 
 func (c *Confiner) confine(x executor.Confinement) (executor.Process, error) {
-	p, tmp, err := c.policy(x.Spec.Owner, x.Spec.Root, x.Spec.Workdir, x.Shell, x.SpillDir, x.PrivateDir)
+	p, tmp, err := c.policy(x.Spec.Owner, x.Spec.Root, x.Spec.Roots, x.Spec.Workdir, x.Shell, x.SpillDir, x.PrivateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +128,10 @@ func (c *Confiner) confine(x executor.Confinement) (executor.Process, error) {
 }
 
 // policy is what a command of owner may touch: root (else workdir, where
-// it starts) and its temporary directory to write, everything but the
-// agent's files and the other sessions' to read. It returns the temporary
-// directory too.
-func (c *Confiner) policy(owner, root, workdir, shell, spillDir, privateDir string) (Policy, string, error) {
+// it starts), the session's other roots and its temporary directory to
+// write, everything but the agent's files and the other sessions' to read.
+// It returns the temporary directory too.
+func (c *Confiner) policy(owner, root string, roots []string, workdir, shell, spillDir, privateDir string) (Policy, string, error) {
 	tmp, err := c.TempDir(owner)
 	if err != nil {
 		return Policy{}, "", err
@@ -144,6 +145,9 @@ func (c *Confiner) policy(owner, root, workdir, shell, spillDir, privateDir stri
 	p := Policy{
 		Workdir: root,
 		TempDir: tmp,
+		// The other roots are granted as Workdir is: the denied paths
+		// inside them stay denied.
+		Write:   slices.Clone(roots),
 		Network: c.opts.Network,
 		Shell:   shell,
 		// The other sessions' spill files and temporary directories are in
@@ -175,7 +179,7 @@ func (c *Confiner) policy(owner, root, workdir, shell, spillDir, privateDir stri
 // Policy.Permits against that very policy, built by the same code
 // (policy), before the operation is done on the resolved path.
 func (c *Confiner) Files(a executor.FileAccess) (executor.Files, error) {
-	p, _, err := c.policy(a.Owner, a.Root, a.Root, a.Shell, a.SpillDir, a.PrivateDir)
+	p, _, err := c.policy(a.Owner, a.Root, a.Roots, a.Root, a.Shell, a.SpillDir, a.PrivateDir)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}

@@ -31,7 +31,8 @@ type Zygote struct {
 	// by one (Landlock alone, see ruleSet.descended), with their mtimes
 	// when the rules were made: once one changed, the rules miss an entry.
 	watch map[string]time.Time
-	// dirs are the workdir and temporary directory as the rules name them
+	// dirs are the workdir, the temporary directory and the other
+	// writable trees (a session's other roots) as the rules name them
 	// (by inode): one removed and made again at the same path is another
 	// directory, which the rules do not cover.
 	dirs    map[string]os.FileInfo
@@ -123,11 +124,11 @@ func zygoteSocket() (ours *net.UnixConn, theirs *os.File, err error) {
 	return fc.(*net.UnixConn), theirs, nil
 }
 
-// sessionDirs are p's workdir and temporary directory as they are now
-// (see Zygote.dirs).
+// sessionDirs are p's workdir, temporary directory and other writable
+// trees as they are now (see Zygote.dirs).
 func sessionDirs(p Policy) map[string]os.FileInfo {
 	dirs := map[string]os.FileInfo{}
-	for _, d := range []string{p.Workdir, p.TempDir} {
+	for _, d := range append([]string{p.Workdir, p.TempDir}, p.Write...) {
 		if fi, err := os.Stat(d); err == nil && d != "" {
 			dirs[d] = fi
 		}

@@ -386,7 +386,9 @@ func execPrompt(ctx context.Context, conn *acpsdk.ClientSideConnection, o Option
 }
 
 // startSession starts a new session, or resumes the stored one --resume
-// names (in --cwd when given, else where it was).
+// names (in --cwd when given, else where it was), with the other project
+// roots stored with it (a resume's request gives the whole list: none
+// would drop them).
 func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, o Options) (acpsdk.NewSessionResponse, string, error) {
 	servers := o.Servers
 	if servers == nil {
@@ -400,12 +402,14 @@ func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, o Opti
 		return sess, o.Cwd, nil
 	}
 	cwd := o.Cwd
-	if !o.CwdSet {
-		if stored, ok := findStored(ctx, conn, o.Resume); ok {
-			cwd = stored
+	var roots []string
+	if stored, ok := findStored(ctx, conn, o.Resume); ok {
+		if !o.CwdSet {
+			cwd = stored.Cwd
 		}
+		roots = stored.AdditionalDirectories
 	}
-	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(o.Resume), Cwd: cwd, McpServers: servers}); err != nil {
+	if _, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(o.Resume), Cwd: cwd, AdditionalDirectories: roots, McpServers: servers}); err != nil {
 		var re *acpsdk.RequestError
 		if errors.As(err, &re) {
 			return acpsdk.NewSessionResponse{}, "", fmt.Errorf("resume session %s: %s", o.Resume, re.Message)
@@ -415,21 +419,22 @@ func startSession(ctx context.Context, conn *acpsdk.ClientSideConnection, o Opti
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(o.Resume)}, cwd, nil
 }
 
-// findStored returns the stored cwd of session id, from session/list.
-func findStored(ctx context.Context, conn *acpsdk.ClientSideConnection, id string) (string, bool) {
+// findStored returns what session/list says of session id: its stored
+// cwd and roots.
+func findStored(ctx context.Context, conn *acpsdk.ClientSideConnection, id string) (acpsdk.SessionInfo, bool) {
 	var cursor *string
 	for {
 		page, err := conn.ListSessions(ctx, acpsdk.ListSessionsRequest{Cursor: cursor})
 		if err != nil {
-			return "", false
+			return acpsdk.SessionInfo{}, false
 		}
 		for _, s := range page.Sessions {
 			if string(s.SessionId) == id {
-				return s.Cwd, true
+				return s, true
 			}
 		}
 		if page.NextCursor == nil {
-			return "", false
+			return acpsdk.SessionInfo{}, false
 		}
 		cursor = page.NextCursor
 	}

@@ -10,7 +10,7 @@ package store
 //     every turn boundary and after a change made outside a turn.
 //     Compaction.KeptFromSeq is the Seq Append returned for the first entry
 //     kept.
-//   - Reopen(id, cwd) makes a stored session go on in this process: State
+//   - Reopen(id, cwd, roots) makes a stored session go on in this process: State
 //     has its settings, Scan streams its log by (to rebuild the history,
 //     and again to replay it: a log is never held whole; Open, which keeps
 //     the entries, is for small readers), and the move and the tasks its

@@ -42,6 +42,7 @@ const (
 	KindPlan        Kind = "plan"
 	KindNoticed     Kind = "noticed"
 	KindChanges     Kind = "changes"
+	KindRoots       Kind = "roots"
 )
 
 // Entry is one line of a session file after the header.
@@ -232,6 +233,13 @@ type Cwd struct {
 	Cwd string `json:"cwd"`
 }
 
+// Roots are the session's extra project roots from this entry on (ACP's
+// additionalDirectories, as the last session/new, load, resume or fork
+// gave them); empty: none.
+type Roots struct {
+	Roots []string `json:"roots"`
+}
+
 // Noticed is a finished tool call the editor was shown for a completion
 // notice (a background task's end, with what it changed), that no model
 // call made: kept for replay, in its place in the turn.
@@ -269,6 +277,7 @@ func (Cwd) Kind() Kind         { return KindCwd }
 func (Plan) Kind() Kind        { return KindPlan }
 func (Noticed) Kind() Kind     { return KindNoticed }
 func (Changes) Kind() Kind     { return KindChanges }
+func (Roots) Kind() Kind       { return KindRoots }
 
 // ErrUnknownKind is returned by Decode for a kind this version does not know.
 var ErrUnknownKind = errors.New("unknown entry kind")
@@ -292,6 +301,7 @@ var decoders = map[Kind]func(data []byte) (Payload, error){
 	KindPlan:        decodeAs[Plan],
 	KindNoticed:     decodeAs[Noticed],
 	KindChanges:     decodeAs[Changes],
+	KindRoots:       decodeAs[Roots],
 }
 
 func decodeAs[T Payload](data []byte) (Payload, error) {

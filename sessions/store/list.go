@@ -22,8 +22,11 @@ const PageSize = 50
 
 // Info is a stored session as List shows it.
 type Info struct {
-	ID    string
-	Cwd   string
+	ID  string
+	Cwd string
+	// Roots are the extra project roots stored with the session (none
+	// when the sidecar is missing: they are in the log, not its header).
+	Roots []string
 	Title string
 	// Created is when the session was created; Updated is the time of its
 	// last entry made durable by a Sync (Created if none).
@@ -178,7 +181,7 @@ func (s *Store) metaInfo(id string, buf *[]byte, log func(string, ...zap.Field))
 		log("store: session of a newer format version skipped", zap.Int("version", m.Version))
 		return Info{}, false, true
 	case m.Version >= 1 && m.ID == id:
-		return Info{ID: id, Cwd: m.Cwd, Title: m.Title, Created: m.Created, Updated: m.Updated}, true, true
+		return Info{ID: id, Cwd: m.Cwd, Roots: m.Roots, Title: m.Title, Created: m.Created, Updated: m.Updated}, true, true
 	}
 	return Info{}, false, false
 }

@@ -2,19 +2,21 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
 	"go.uber.org/zap"
 )
 
 // Reopen opens the stored session id (as OpenState does: its lock taken,
 // its State folded, its entries left in the file for Scan) to go on in
-// cwd, and records what going on there means: the move, when cwd is not the
-// directory the session was stored with, and the end ("gone") of each task
+// cwd with the extra project roots given, and records what going on there
+// means: the move, when cwd is not the directory the session was stored
+// with, the roots when they are not those stored, and the end ("gone") of each task
 // that was running when its last process stopped (State().RunningTasks,
 // which the caller tells the model of once). State stays as stored. The
 // errors are OpenState's; an entry that cannot be written yet stays
 // buffered for the next Sync, as with Append.
-func (s *Store) Reopen(id, cwd string) (*Session, error) {
+func (s *Store) Reopen(id, cwd string, roots []string) (*Session, error) {
 	sess, err := s.OpenState(id)
 	if err != nil {
 		return nil, err
@@ -22,6 +24,9 @@ func (s *Store) Reopen(id, cwd string) (*Session, error) {
 	state := sess.State()
 	if cwd != state.Cwd {
 		sess.appendLogged(Cwd{Cwd: cwd})
+	}
+	if !slices.Equal(roots, state.Roots) {
+		sess.appendLogged(Roots{Roots: slices.Clone(roots)})
 	}
 	for _, t := range state.RunningTasks {
 		sess.appendLogged(TaskEnded{ID: t, State: "gone"})

@@ -26,7 +26,7 @@ func TestReopen(t *testing.T) {
 	if err := sess.Close(); err != nil {
 		t.Fatal(err)
 	}
-	sess, err = st.Reopen("s1", "/b")
+	sess, err = st.Reopen("s1", "/b", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestReopen(t *testing.T) {
 	if err := sess.Close(); err != nil {
 		t.Fatal(err)
 	}
-	sess, err = st.Reopen("s1", "/b")
+	sess, err = st.Reopen("s1", "/b", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,5 +55,70 @@ func TestReopen(t *testing.T) {
 	want := []string{`{"cwd":"/b"}`, `{"id":"bash-2","state":"gone"}`}
 	if !slices.Equal(added, want) {
 		t.Errorf("entries Reopen added = %q, want %q (the second Reopen adds none)", added, want)
+	}
+}
+
+// TestReopenRoots: the extra roots a reopen gives are recorded when they
+// differ from those stored (an empty list too: the request's list is the
+// whole of them), are the State's, and List shows them.
+func TestReopenRoots(t *testing.T) {
+	st, err := store.New(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := st.Create("s1", "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Append(store.Roots{Roots: []string{"/r1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		give      []string
+		wantAdded int
+	}{
+		{[]string{"/r1"}, 0},
+		{[]string{"/r2", "/r3"}, 1},
+		{nil, 1},
+		{nil, 0},
+	}
+	count := 1 // the Roots entry above
+	for i, step := range steps {
+		sess, err = st.Reopen("s1", "/a", step.give)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.Close(); err != nil {
+			t.Fatal(err)
+		}
+		sess, err = st.OpenState("s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sess.State().Roots
+		all, err := sess.ReadEntries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if added := len(all) - count; added != step.wantAdded {
+			t.Errorf("step %d: Reopen with %q added %d entries, want %d", i, step.give, added, step.wantAdded)
+		}
+		count = len(all)
+		if !slices.Equal(got, step.give) {
+			t.Errorf("step %d: roots after Reopen with %q = %q", i, step.give, got)
+		}
+		page, err := st.List(store.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Sessions) != 1 || !slices.Equal(page.Sessions[0].Roots, step.give) {
+			t.Errorf("step %d: List shows %+v, want the roots %q", i, page.Sessions, step.give)
+		}
 	}
 }

@@ -63,6 +63,7 @@ type meta struct {
 	Version int       `json:"version"`
 	ID      string    `json:"id"`
 	Cwd     string    `json:"cwd"`
+	Roots   []string  `json:"roots,omitempty"`
 	Title   string    `json:"title,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
@@ -445,6 +446,11 @@ func (sess *Session) noteMeta(k Kind, data []byte, t time.Time) {
 		var p Cwd
 		if json.Unmarshal(data, &p) == nil && p.Cwd != "" {
 			sess.meta.Cwd = p.Cwd
+		}
+	case KindRoots:
+		var p Roots
+		if json.Unmarshal(data, &p) == nil {
+			sess.meta.Roots = p.Roots
 		}
 	}
 	if t.After(sess.meta.Updated) {

@@ -9,7 +9,9 @@ import (
 // order: the part of a session that is not its conversation.
 type State struct {
 	// Cwd is the header's cwd, or the last Cwd entry's.
-	Cwd   string
+	Cwd string
+	// Roots are the last Roots entry's: the extra project roots.
+	Roots []string
 	Title string
 	// Mode is the last Mode entry's; empty if none.
 	Mode string
@@ -72,6 +74,8 @@ func (f *folder) add(e Entry) {
 		if v.Cwd != "" {
 			st.Cwd = v.Cwd
 		}
+	case Roots:
+		st.Roots = slices.Clone(v.Roots)
 	case Title:
 		st.Title = v.Title
 	case Mode:
@@ -133,6 +137,7 @@ func (f *folder) state() State {
 	st := f.st
 	st.Config = maps.Clone(st.Config)
 	st.AlwaysAllow = slices.Clone(st.AlwaysAllow)
+	st.Roots = slices.Clone(st.Roots)
 	st.PendingNotices = slices.Clone(st.PendingNotices)
 	if st.Usage != nil {
 		u := *st.Usage

@@ -112,9 +112,10 @@ func (t *bashTool) run(ctx context.Context, caller tools.Caller, args bashArgs, 
 	spec := executor.Spec{
 		Command: args.Command,
 		Workdir: sessionWorkdir(caller.Cwd, args.Workdir),
-		// In the sandbox the session's directory is what may be written,
-		// wherever the model points the command.
+		// In the sandbox the session's directory and its other roots are
+		// what may be written, wherever the model points the command.
 		Root:    caller.Cwd,
+		Roots:   caller.Roots,
 		Timeout: args.Timeout,
 		// Foreground runs carry the owner too, so a closing session's
 		// KillOwned reaches whatever it still has running.

@@ -22,13 +22,14 @@ const (
 	maxDiffBytes = 768 << 10
 )
 
-// measure starts measuring what a command of caller changes; nil when
-// diffs are off or the caller has no directory.
+// measure starts measuring what a command of caller changes in the
+// session's directory and its other roots; nil when diffs are off or the
+// caller has no directory.
 func measure(tr *changes.Tracker, caller tools.Caller) *changes.Mark {
 	if tr == nil || caller.Cwd == "" {
 		return nil
 	}
-	return tr.Begin(changes.Key{Session: caller.SessionID, Root: caller.Cwd})
+	return tr.BeginAll(caller.SessionID, append([]string{caller.Cwd}, caller.Roots...)...)
 }
 
 // shown is what the editor is shown of a command's changes.

@@ -123,14 +123,27 @@ func absPath(caller tools.Caller, p string) (string, error) {
 	return filepath.Join(caller.Cwd, p), nil
 }
 
-// inside reports whether path, its links resolved, is the session's
-// directory or inside it.
+// inside reports whether path, its links resolved, is in the session's
+// directory or one of its other roots.
 func inside(caller tools.Caller, path string) bool {
+	return rootOf(caller, path) != ""
+}
+
+// rootOf is the session's root that path, its links resolved, is in (the
+// directory itself or inside it): its cwd, else the first of its other
+// roots; "" for none.
+func rootOf(caller tools.Caller, path string) string {
 	if caller.Cwd == "" {
-		return false
+		return ""
 	}
-	root, p := executor.ResolvePath(caller.Cwd), executor.ResolvePath(path)
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	p := executor.ResolvePath(path)
+	for _, r := range append([]string{caller.Cwd}, caller.Roots...) {
+		root := executor.ResolvePath(r)
+		if p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/") {
+			return r
+		}
+	}
+	return ""
 }
 
 // shownPath is how a result names path: relative to the session's
@@ -146,7 +159,14 @@ func shownPath(caller tools.Caller, path string) string {
 
 // readSubject is the approval subject of a read or search of path.
 func readSubject(caller tools.Caller, path, dir string) tools.Subject {
-	return tools.Subject{Kind: tools.FileRead, Text: path, Inside: inside(caller, path), Dir: dir}
+	root := rootOf(caller, path)
+	return tools.Subject{Kind: tools.FileRead, Text: path, Inside: root != "", Root: root, Dir: dir}
+}
+
+// writeSubject is the approval subject of a write of path.
+func writeSubject(caller tools.Caller, path string) tools.Subject {
+	root := rootOf(caller, path)
+	return tools.Subject{Kind: tools.FileWrite, Text: path, Inside: root != "", Root: root}
 }
 
 // files are one call's file operations: the executor's, and the editor's
@@ -160,7 +180,7 @@ type files struct {
 // open gets the call's file operations; a sandboxed call (the approval
 // said so) gets the sandbox's.
 func (b *base) open(ctx context.Context, caller tools.Caller) (*files, error) {
-	x, err := b.ex.Files(executor.FileAccess{Owner: caller.SessionID, Root: caller.Cwd, Sandboxed: tools.Sandboxed(ctx)})
+	x, err := b.ex.Files(executor.FileAccess{Owner: caller.SessionID, Root: caller.Cwd, Roots: caller.Roots, Sandboxed: tools.Sandboxed(ctx)})
 	if err != nil {
 		return nil, err
 	}

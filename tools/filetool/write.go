@@ -115,7 +115,7 @@ func (t *writeTool) prepare(caller tools.Caller, verb, path string, edit change)
 	name := shownPath(caller, path)
 	return tools.Prepared{
 		Call: tools.Call{Title: verb + " " + name, Kind: tools.KindEdit,
-			Subject: tools.Subject{Kind: tools.FileWrite, Text: path, Inside: inside(caller, path)},
+			Subject: writeSubject(caller, path),
 			Preview: func(ctx context.Context) []tools.Change {
 				f, err := t.open(ctx, caller)
 				if err != nil {
@@ -196,7 +196,7 @@ func lineCount(text string) string {
 	return fmt.Sprintf("%d lines", n)
 }
 
-// measure starts measuring the session's directory, as a command's run is
+// measure starts measuring the session's directories, as a command's run is
 // measured, so the tracker records the write as the call's change (what a
 // command running beside it does not report again, what undo takes back);
 // nil without a tracker or a directory.
@@ -204,7 +204,7 @@ func (b *base) measure(caller tools.Caller) *changes.Mark {
 	if b.tracker == nil || caller.Cwd == "" {
 		return nil
 	}
-	return b.tracker.Begin(changes.Key{Session: caller.SessionID, Root: caller.Cwd})
+	return b.tracker.BeginAll(caller.SessionID, append([]string{caller.Cwd}, caller.Roots...)...)
 }
 
 // ownChange is the tool's own view of its change to path.
