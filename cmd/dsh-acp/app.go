@@ -126,9 +126,9 @@ func signIn(cfg *config, op *openai.Provider) *acp.SignIn {
 		Logout: func(context.Context) (string, error) {
 			return signin.Logout(cfg.getenv, cfg.baseURL)
 		},
-		Command: selfPath(),
+		Command: signin.SelfPath(),
 		Args:    cfg.serveArgs,
-		Env:     signInEnv(cfg.getenv),
+		Env:     signin.TerminalEnv(cfg.getenv),
 	}
 }
 
@@ -136,38 +136,6 @@ func signIn(cfg *config, op *openai.Provider) *acp.SignIn {
 func storedKeyAtStart(cfg *config) string {
 	k, _ := signin.Lookup(cfg.getenv, cfg.baseURL)()
 	return k
-}
-
-// selfPath is the running binary's absolute path, for an editor to run
-// it again in a terminal; "dsh-acp" (found in PATH) when it is unknown.
-func selfPath() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return "dsh-acp"
-	}
-	if abs, err := filepath.Abs(exe); err == nil {
-		return abs
-	}
-	return exe
-}
-
-// signInEnvNames are the variables a terminal sign-in must see as this
-// process sees them: which endpoint (the settings the endpoint may come
-// from) and where keys are kept. An editor may have set them for the agent
-// only; none of them holds a key.
-func signInEnvNames() []string { return []string{"DSH_BASE_URL", "XDG_CONFIG_HOME", "HOME"} }
-
-func signInEnv(getenv env) map[string]string {
-	out := map[string]string{}
-	if getenv == nil {
-		return out
-	}
-	for _, n := range signInEnvNames() {
-		if v := getenv(n); v != "" {
-			out[n] = v
-		}
-	}
-	return out
 }
 
 // agentFiles are the agent's own files, which no command may read: the

@@ -9,6 +9,7 @@
 package layering_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -16,6 +17,7 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -388,5 +390,30 @@ func TestMainHoldsNoState(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// maxMainLines bounds cmd/dsh-acp's own Go (tests aside): main wires and
+// the hidden helper modes; what grows past this belongs in a package.
+const maxMainLines = 2000
+
+func TestMainStaysSmall(t *testing.T) {
+	paths, err := filepath.Glob("../../cmd/dsh-acp/*.go")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no files of cmd/dsh-acp: %v", err)
+	}
+	lines := 0
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines += bytes.Count(b, []byte("\n"))
+	}
+	if lines > maxMainLines {
+		t.Errorf("cmd/dsh-acp has %d lines of Go besides its tests, over %d: move what main does not wire into a package", lines, maxMainLines)
 	}
 }
