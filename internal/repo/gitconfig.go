@@ -12,13 +12,13 @@ import (
 )
 
 // UserExcludes are the user's own ignore rules, as git finds them:
-// core.excludesFile in ~/.gitconfig, else $XDG_CONFIG_HOME/git/ignore
-// (~/.config/git/ignore). With no home, none.
+// core.excludesFile in the user's git config (UserConfig), else
+// $XDG_CONFIG_HOME/git/ignore (~/.config/git/ignore). With no home, none.
 func UserExcludes(home, xdg string) []gitignore.Pattern {
 	if home == "" {
 		return nil
 	}
-	if file := UserConfig(home, "core", "excludesfile"); file != "" {
+	if file := UserConfig(home, xdg, "core", "excludesfile"); file != "" {
 		if rest, ok := strings.CutPrefix(file, "~/"); ok {
 			file = filepath.Join(home, rest)
 		}
@@ -30,10 +30,26 @@ func UserExcludes(home, xdg string) []gitignore.Pattern {
 	return ReadPatterns(filepath.Join(xdg, "git", "ignore"), nil)
 }
 
-// UserConfig is the value of key in section of the user's ~/.gitconfig;
-// "" when it is unset or the file cannot be read.
-func UserConfig(home, section, key string) string {
-	data, err := untrusted.ReadWhole(filepath.Join(home, ".gitconfig"), 0, MaxIgnoreFile)
+// UserConfig is the value of key in section of the user's global git
+// config, as git reads it: ~/.gitconfig, else $XDG_CONFIG_HOME/git/config
+// (~/.config/git/config; git reads it first, so ~/.gitconfig wins). ""
+// when it is unset or no file can be read. Includes are not followed.
+func UserConfig(home, xdg, section, key string) string {
+	if xdg == "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	for _, path := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config")} {
+		if v := configValue(path, section, key); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// configValue is the value of key in section of the git config file at
+// path; "" when it is unset or the file cannot be read.
+func configValue(path, section, key string) string {
+	data, err := untrusted.ReadWhole(path, 0, MaxIgnoreFile)
 	if err != nil {
 		return ""
 	}

@@ -117,8 +117,20 @@ func TestUserExcludes(t *testing.T) {
 	if ps := repo.UserExcludes("", xdg); ps != nil {
 		t.Errorf("no home: %d patterns, want none", len(ps))
 	}
-	if got := repo.UserConfig(home, "core", "excludesfile"); got != "~/my-ignores" {
+	if got := repo.UserConfig(home, "", "core", "excludesfile"); got != "~/my-ignores" {
 		t.Errorf("UserConfig core.excludesfile = %q", got)
+	}
+	// core.excludesFile in $XDG_CONFIG_HOME/git/config (no ~/.gitconfig),
+	// and ~/.gitconfig over it when both set it, as git reads them.
+	xdgOnly, xdgDir := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(xdgDir, "git", "config"), "[core]\n\texcludesfile = ~/from-xdg\n")
+	write(t, filepath.Join(xdgOnly, "from-xdg"), "*.fromxdg\n")
+	if ps := repo.UserExcludes(xdgOnly, xdgDir); !ignored(ps, "a.fromxdg", false) {
+		t.Error("core.excludesFile of $XDG_CONFIG_HOME/git/config not read")
+	}
+	write(t, filepath.Join(xdgOnly, ".gitconfig"), "[core]\n\texcludesFile = ~/from-home\n")
+	if got := repo.UserConfig(xdgOnly, xdgDir, "core", "excludesfile"); got != "~/from-home" {
+		t.Errorf("with both files, core.excludesfile = %q, want ~/.gitconfig's", got)
 	}
 }
 
