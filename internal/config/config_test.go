@@ -182,6 +182,18 @@ func TestFileValues(t *testing.T) {
 	if v.n != 1000 || !math.IsInf(v.share, -1) || !v.only || !v.on || v.name != "a\tb" {
 		t.Errorf("values %+v", v)
 	}
+	// A byte-order mark at the start is no part of the document, and
+	// lines are counted as before.
+	path = write(t, "\ufeffn = 2\nname = 7\n")
+	v = vals{}
+	if _, err := testTable(&v).Parse(Request{Name: "t", FilePath: path}); err == nil || !strings.Contains(err.Error(), ":2: name:") {
+		t.Errorf("after a BOM: %v %+v", err, v)
+	}
+	path = write(t, "\ufeffn = 2\n")
+	v = vals{}
+	if _, err := testTable(&v).Parse(Request{Name: "t", FilePath: path}); err != nil || v.n != 2 {
+		t.Errorf("after a BOM: %v %+v", err, v)
+	}
 	path = write(t, "share = nan\nname = 7\n")
 	v = vals{}
 	_, err := testTable(&v).Parse(Request{Name: "t", FilePath: path, Getenv: envOf(map[string]string{"T_NAME": "env"})})

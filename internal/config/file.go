@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,6 +90,9 @@ func LoadFile(path string) (*File, error) {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
 	f.Found = true
+	// A byte-order mark, as Windows editors write one, is not part of the
+	// document (TOML is UTF-8, where it means nothing).
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if f.Entries, err = parseTOML(path, data); err != nil {
 		return nil, err
 	}
