@@ -112,6 +112,9 @@ type Approval struct {
 	Allowed bool
 	// Message is told to the model as the call's result when not allowed.
 	Message string
+	// Unattended: not allowed because no one could be asked (dsh-acp
+	// exec without a terminal); nobody rejected it.
+	Unattended bool
 	// Sandboxed: the allowed call runs confined (tools.WithSandbox), as
 	// decided with the approval itself, so a mode switched meanwhile can
 	// neither skip the question nor the sandbox.

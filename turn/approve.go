@@ -128,7 +128,7 @@ func (r *Runner) answered(s *sessions.Session, q Question, reply Reply, log *zap
 		log.Info("permission request cancelled by client")
 		return agent.Approval{Message: withdrawnText}
 	case reply == Unattended:
-		return agent.Approval{Message: unattendedText}
+		return agent.Approval{Message: unattendedText, Unattended: true}
 	}
 	return agent.Approval{Message: rejectedText}
 }

@@ -69,7 +69,7 @@ func TestApproverAsksOnlyWhenDecideSays(t *testing.T) {
 		{name: "a project that cannot remember: the session does", mode: permission.ModeAsk, command: "go test ./...", reply: AllowProject, projectFail: true, want: agent.Approval{Allowed: true}, wantAsked: true, wantSession: true},
 		{name: "rejected", mode: permission.ModeAsk, command: "go test ./...", reply: Rejected, want: agent.Approval{Message: rejectedText}, wantAsked: true},
 		{name: "withdrawn", mode: permission.ModeAsk, command: "go test ./...", reply: Withdrawn, want: agent.Approval{Message: withdrawnText}, wantAsked: true},
-		{name: "unattended", mode: permission.ModeAsk, command: "go test ./...", reply: Unattended, want: agent.Approval{Message: unattendedText}, wantAsked: true},
+		{name: "unattended", mode: permission.ModeAsk, command: "go test ./...", reply: Unattended, want: agent.Approval{Message: unattendedText, Unattended: true}, wantAsked: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

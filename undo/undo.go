@@ -224,8 +224,9 @@ func confirm(ctx context.Context, req agent.UndoRequest, call agent.CallInfo, p 
 		names[i] = shownPath(req.Caller.Cwd, path)
 	}
 	what := strings.Join(names, ", ")
+	unattended := fmt.Errorf("%s changed since, and no one could be asked whether to overwrite it", what)
 	if req.Approver == nil {
-		return fmt.Errorf("%s changed since, and no one could be asked whether to overwrite it", what)
+		return unattended
 	}
 	verb := "was"
 	if len(changed) > 1 {
@@ -243,6 +244,8 @@ func confirm(ctx context.Context, req agent.UndoRequest, call agent.CallInfo, p 
 	switch {
 	case err != nil:
 		return err
+	case ap.Unattended:
+		return unattended
 	case !ap.Allowed:
 		return fmt.Errorf("you chose not to overwrite %s, which %s changed since", what, verb)
 	}

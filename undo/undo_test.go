@@ -51,12 +51,18 @@ func edit(id, path, before, after string) tools.ChangeRecord {
 // asked the user (each answered with allow).
 func undoOnce(t *testing.T, u *undo.Undoer, j *journal, cwd, arg string, allow bool) (said string, asked int) {
 	t.Helper()
+	return undoAnswered(t, u, j, cwd, arg, agent.Approval{Allowed: allow})
+}
+
+// undoAnswered is undoOnce with each question answered ans.
+func undoAnswered(t *testing.T, u *undo.Undoer, j *journal, cwd, arg string, ans agent.Approval) (said string, asked int) {
+	t.Helper()
 	approver := agent.ApproverFunc(func(_ context.Context, c agent.CallInfo) (agent.Approval, error) {
 		if c.Call.Subject.Kind != tools.Confirm {
 			return agent.Approval{Allowed: true}, nil
 		}
 		asked++
-		return agent.Approval{Allowed: allow}, nil
+		return ans, nil
 	})
 	u.Undo(context.Background(), agent.UndoRequest{Caller: tools.Caller{SessionID: "s", Cwd: cwd}, Arg: arg, Changes: j, Approver: approver,
 		Emit: func(e agent.Event) {
@@ -127,6 +133,11 @@ func TestUndoChangedSinceAsksOnce(t *testing.T) {
 	}
 	if !strings.Contains(said, "Nothing was undone") || !strings.Contains(said, "b.txt") || strings.Contains(said, "a.txt") {
 		t.Errorf("rejected: said %q, want nothing undone, naming b.txt alone", said)
+	}
+	// No one to ask (exec without a terminal): nobody chose anything.
+	said, _ = undoAnswered(t, u, j, cwd, "", agent.Approval{Unattended: true})
+	if !strings.Contains(said, "no one could be asked") || strings.Contains(said, "you chose") || read(t, b) != "the user's\n" {
+		t.Errorf("unattended: said %q, b = %q", said, read(t, b))
 	}
 	_, asked = undoOnce(t, u, j, cwd, "", true)
 	if asked != 1 || read(t, a) != "a0\n" || read(t, b) != "b0\n" {
