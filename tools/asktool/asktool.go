@@ -5,7 +5,6 @@
 package asktool
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -207,23 +206,23 @@ func stringOf(v any) string {
 // parse validates the arguments; its errors are what the model reads.
 func parse(raw json.RawMessage) (question, error) {
 	var q question
-	var obj map[string]json.RawMessage
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
-		return q, fmt.Errorf("invalid arguments: expected a JSON object")
+	args, err := tools.ParseArgs(raw)
+	if err != nil {
+		return q, err
 	}
-	if json.Unmarshal(obj["question"], &q.Text) != nil || strings.TrimSpace(q.Text) == "" {
+	if q.Text, err = args.String("question", false); err != nil {
+		return q, err
+	}
+	if strings.TrimSpace(q.Text) == "" {
 		return q, fmt.Errorf(`"question" must be a non-empty string`)
 	}
 	if utf8.RuneCountInString(q.Text) > maxQuestion {
 		return q, fmt.Errorf(`"question" is longer than %d characters: ask something shorter`, maxQuestion)
 	}
-	if v, ok := obj["options"]; ok && string(bytes.TrimSpace(v)) != "null" {
-		opts, err := parseOptions(v)
-		if err != nil {
+	if v, ok := args.Lookup("options"); ok {
+		if q.Options, err = parseOptions(v); err != nil {
 			return q, err
 		}
-		q.Options = opts
 	}
 	return q, nil
 }

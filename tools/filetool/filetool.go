@@ -112,13 +112,13 @@ func failed(title string, kind tools.Kind, err error) tools.Prepared {
 // to resolve it is an error.
 func absPath(caller tools.Caller, p string) (string, error) {
 	if strings.ContainsRune(p, 0) {
-		return "", argError("invalid path: it contains a NUL byte")
+		return "", tools.ArgError("invalid path: it contains a NUL byte")
 	}
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p), nil
 	}
 	if caller.Cwd == "" {
-		return "", argError(fmt.Sprintf("path %q is relative and the session has no directory", p))
+		return "", tools.ArgError(fmt.Sprintf("path %q is relative and the session has no directory", p))
 	}
 	return filepath.Join(caller.Cwd, p), nil
 }
@@ -208,7 +208,7 @@ func (f *files) text(ctx context.Context, path string) (string, error) {
 		return "", err
 	}
 	if binary(data) {
-		return "", argError(fmt.Sprintf("%s is a binary file (%d bytes); these tools read and change text files only", shownPath(f.caller, path), len(data)))
+		return "", tools.ArgError(fmt.Sprintf("%s is a binary file (%d bytes); these tools read and change text files only", shownPath(f.caller, path), len(data)))
 	}
 	if !f.viaEditor(path) {
 		return string(data), nil
@@ -253,7 +253,7 @@ func binary(data []byte) bool {
 
 // opError is the model's text for a failed file operation on path.
 func opError(caller tools.Caller, path string, err error) string {
-	var ae argError
+	var ae tools.ArgError
 	if errors.As(err, &ae) {
 		return ae.Error()
 	}

@@ -42,17 +42,17 @@ type ReadOutput struct {
 }
 
 func (t *readTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
-	obj, err := parseObject(raw)
+	obj, err := tools.ParseArgs(raw)
 	var p string
 	var offset, limit int
 	if err == nil {
-		p, err = obj.nonEmpty("file_path")
+		p, err = obj.NonEmpty("file_path")
 	}
 	if err == nil {
-		offset, err = obj.positive("offset")
+		offset, err = obj.Positive("offset")
 	}
 	if err == nil {
-		limit, err = obj.positive("limit")
+		limit, err = obj.Positive("limit")
 	}
 	var path string
 	if err == nil {

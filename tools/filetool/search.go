@@ -68,14 +68,14 @@ type SearchOutput struct {
 }
 
 // searchRoot reads path (default: the session's directory).
-func searchRoot(caller tools.Caller, obj object) (string, error) {
-	p, err := obj.str("path", false)
+func searchRoot(caller tools.Caller, obj tools.Args) (string, error) {
+	p, err := obj.String("path", false)
 	if err != nil {
 		return "", err
 	}
 	if p == "" {
 		if caller.Cwd == "" {
-			return "", argError("the session has no directory: give path")
+			return "", tools.ArgError("the session has no directory: give path")
 		}
 		return caller.Cwd, nil
 	}
@@ -128,9 +128,9 @@ func (t *globTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 // globArgs reads the call's arguments into the directory the search is
 // rooted at and the pattern relative to it.
 func globArgs(caller tools.Caller, raw json.RawMessage) (root, pattern string, err error) {
-	obj, err := parseObject(raw)
+	obj, err := tools.ParseArgs(raw)
 	if err == nil {
-		pattern, err = obj.nonEmpty("pattern")
+		pattern, err = obj.NonEmpty("pattern")
 	}
 	if err == nil {
 		root, err = searchRoot(caller, obj)
@@ -145,7 +145,7 @@ func globArgs(caller tools.Caller, raw json.RawMessage) (root, pattern string, e
 	}
 	pattern = strings.TrimPrefix(pattern, "./")
 	if !doublestar.ValidatePattern(pattern) {
-		return "", "", argError(fmt.Sprintf("invalid pattern %q", pattern))
+		return "", "", tools.ArgError(fmt.Sprintf("invalid pattern %q", pattern))
 	}
 	return root, pattern, nil
 }
@@ -221,28 +221,28 @@ func searchError(caller tools.Caller, path string, err error) tools.Result {
 }
 
 func (t *grepTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
-	obj, err := parseObject(raw)
+	obj, err := tools.ParseArgs(raw)
 	var pattern, include, root string
 	var re *regexp.Regexp
 	if err == nil {
-		pattern, err = obj.nonEmpty("pattern")
+		pattern, err = obj.NonEmpty("pattern")
 	}
 	if err == nil {
-		include, err = obj.str("include", false)
+		include, err = obj.String("include", false)
 	}
 	if err == nil {
 		root, err = searchRoot(caller, obj)
 	}
 	if err == nil {
 		if _, err = regexp.Compile(pattern); err != nil {
-			err = argError(fmt.Sprintf("invalid pattern: %v", strings.TrimPrefix(err.Error(), "error parsing regexp: ")))
+			err = tools.ArgError(fmt.Sprintf("invalid pattern: %v", strings.TrimPrefix(err.Error(), "error parsing regexp: ")))
 		} else {
 			// Multi-line mode: ^ and $ are a line's ends, as grep's are.
 			re = regexp.MustCompile("(?m)" + pattern)
 		}
 	}
 	if err == nil && include != "" && !doublestar.ValidatePattern(include) {
-		err = argError(fmt.Sprintf("invalid include %q", include))
+		err = tools.ArgError(fmt.Sprintf("invalid include %q", include))
 	}
 	if err != nil {
 		return failed("Search", tools.KindSearch, err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/repo"
 )
 
 // maxWalk is the most files one search looks at; past it the search stops
@@ -124,15 +125,7 @@ func (w *walker) patterns(file string, domain []string) []gitignore.Pattern {
 	if err != nil {
 		return nil
 	}
-	var ps []gitignore.Pattern
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
-	}
-	return ps
+	return repo.ParsePatterns(data, domain)
 }
 
 // dir walks abs, whose path below the root is rel ("" for the root) and in

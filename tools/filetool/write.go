@@ -49,13 +49,13 @@ type WriteOutput struct {
 type change func(old string, existed bool) (text string, replacements int, err error)
 
 func (t *writeTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
-	obj, err := parseObject(raw)
+	obj, err := tools.ParseArgs(raw)
 	var p, content string
 	if err == nil {
-		p, err = obj.nonEmpty("file_path")
+		p, err = obj.NonEmpty("file_path")
 	}
 	if err == nil {
-		content, err = obj.str("content", true)
+		content, err = obj.String("content", true)
 	}
 	var path string
 	if err == nil {
@@ -68,27 +68,27 @@ func (t *writeTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prep
 }
 
 func (t *editTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepared {
-	obj, err := parseObject(raw)
+	obj, err := tools.ParseArgs(raw)
 	var p, oldS, newS string
 	var all bool
 	if err == nil {
-		p, err = obj.nonEmpty("file_path")
+		p, err = obj.NonEmpty("file_path")
 	}
 	if err == nil {
-		oldS, err = obj.nonEmpty("old_string")
+		oldS, err = obj.NonEmpty("old_string")
 	}
 	if err == nil {
-		newS, err = obj.str("new_string", true)
+		newS, err = obj.String("new_string", true)
 	}
 	if err == nil {
-		all, err = obj.boolean("replace_all")
+		all, err = obj.Bool("replace_all")
 	}
 	var path string
 	if err == nil {
 		path, err = absPath(caller, p)
 	}
 	if err == nil && oldS == newS {
-		err = argError("old_string and new_string are the same; there is nothing to change")
+		err = tools.ArgError("old_string and new_string are the same; there is nothing to change")
 	}
 	if err != nil {
 		return failed("Edit", tools.KindEdit, err)
@@ -96,14 +96,14 @@ func (t *editTool) Prepare(caller tools.Caller, raw json.RawMessage) tools.Prepa
 	name := shownPath(caller, path)
 	return (&writeTool{t.base}).prepare(caller, "Edit", path, func(old string, existed bool) (string, int, error) {
 		if !existed {
-			return "", 0, argError(fmt.Sprintf("%s does not exist; write creates a file", name))
+			return "", 0, tools.ArgError(fmt.Sprintf("%s does not exist; write creates a file", name))
 		}
 		n := strings.Count(old, oldS)
 		switch {
 		case n == 0:
-			return "", 0, argError(fmt.Sprintf("old_string was not found in %s; read the file to see its current text", name))
+			return "", 0, tools.ArgError(fmt.Sprintf("old_string was not found in %s; read the file to see its current text", name))
 		case n > 1 && !all:
-			return "", 0, argError(fmt.Sprintf("old_string occurs %d times in %s; include more surrounding lines to make it unique, or set replace_all to replace every one", n, name))
+			return "", 0, tools.ArgError(fmt.Sprintf("old_string occurs %d times in %s; include more surrounding lines to make it unique, or set replace_all to replace every one", n, name))
 		}
 		return strings.ReplaceAll(old, oldS, newS), n, nil
 	})
