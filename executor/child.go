@@ -59,14 +59,9 @@ func StartChild(spec ChildSpec) (*Child, error) {
 	if spec.Grace <= 0 {
 		spec.Grace = 2 * time.Second
 	}
-	inR, inW, err := os.Pipe()
+	inR, inW, outR, outW, err := stdioPipes()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: stdin pipe: %w", spec.Path, err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		return nil, fmt.Errorf("start %s: stdout pipe: %w", spec.Path, err)
+		return nil, fmt.Errorf("start %s: %w", spec.Path, err)
 	}
 	env := spec.Env
 	if env == nil {
@@ -75,19 +70,7 @@ func StartChild(spec ChildSpec) (*Child, error) {
 	if spec.RunMarker != "" {
 		env = append(slices.Clip(env), spec.RunMarker)
 	}
-	cmd := &exec.Cmd{
-		Path: spec.Path, Args: spec.Args, Env: env,
-		// *os.File each: no copy goroutine, and the read end takes
-		// deadlines.
-		Stdin: inR, Stdout: outW,
-		// A session of its own, as a command's: its own group (a
-		// terminal's ^C to the agent is not its), what the watchdog ends.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	if spec.Stderr != nil {
-		cmd.Stderr = spec.Stderr
-	}
-	process, err := StartCmd(cmd)
+	process, err := StartCmd(sessionCmd(spec.Path, spec.Args, "", env, inR, outW, spec.Stderr))
 	closeAll(inR, outW)
 	if err != nil {
 		closeAll(inW, outR)
@@ -168,4 +151,35 @@ func exitText(ws syscall.WaitStatus) string {
 		return "signal: " + ws.Signal().String()
 	}
 	return fmt.Sprintf("exit status %d", ws.ExitStatus())
+}
+
+// stdioPipes are a child's stdin (inR its end) and stdout (outW its end):
+// *os.File each, so exec starts no copy goroutine that a grandchild holding
+// a pipe could keep Wait waiting on, and our read end takes deadlines.
+func stdioPipes() (inR, inW, outR, outW *os.File, err error) {
+	inR, inW, err = os.Pipe()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err = os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, nil, nil, nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	return inR, inW, outR, outW, nil
+}
+
+// sessionCmd runs path in a session of its own, as a command: its own
+// group (a terminal's ^C to the agent is not its, and it has no controlling
+// terminal to read from or stop on), what the watchdog ends.
+func sessionCmd(path string, args []string, dir string, env []string, stdin, stdout, stderr *os.File) *exec.Cmd {
+	cmd := &exec.Cmd{
+		Path: path, Args: args, Dir: dir, Env: env,
+		Stdin: stdin, Stdout: stdout,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	return cmd
 }

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -154,14 +152,9 @@ func (l *Local) StartService(spec ServiceSpec) (*Service, error) {
 // startService spawns the service. The caller holds a wg count for the
 // supervisor it starts when this succeeds.
 func (l *Local) startService(spec ServiceSpec) (*Service, error) {
-	inR, inW, err := os.Pipe()
+	inR, inW, outR, outW, err := stdioPipes()
 	if err != nil {
-		return nil, fmt.Errorf("start service: stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		return nil, fmt.Errorf("start service: stdout pipe: %w", err)
+		return nil, fmt.Errorf("start service: %w", err)
 	}
 	p := newProc(l)
 	svc := &Service{owner: spec.Owner, p: p, stdin: inW, stdout: outR, done: make(chan struct{})}
@@ -180,19 +173,7 @@ func (l *Local) startService(spec ServiceSpec) (*Service, error) {
 	if l.opts.RunMarker != "" {
 		env = append(env, l.opts.RunMarker)
 	}
-	cmd := &exec.Cmd{
-		Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: env,
-		// *os.File each, so exec starts no copy goroutine that a
-		// grandchild holding a pipe could keep Wait waiting on.
-		Stdin: inR, Stdout: outW,
-		// A new session, as a command's: its own group, and no
-		// controlling terminal to read from or stop on.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	if spec.Stderr != nil {
-		cmd.Stderr = spec.Stderr
-	}
-	process, err := StartCmd(cmd)
+	process, err := StartCmd(sessionCmd(spec.Path, spec.Args, spec.Dir, env, inR, outW, spec.Stderr))
 	closeAll(inR, outW)
 	if err != nil {
 		closeAll(inW, outR)
